@@ -1,0 +1,35 @@
+"""The check families by name, and the one way to run a check.
+
+Adding a family: write its module (MEASURES: name -> pure measure function,
+targets(reference) -> every target the objective gates cover) and list it here
+and in profiles/vocabulary.py. Nothing else changes.
+"""
+from __future__ import annotations
+
+from . import articulation, bodies, joints
+from .measurement import Comparison, Measurement, Unmeasured, grade
+
+FAMILIES = {
+    "joint": joints,
+    "body": bodies,
+    "articulation": articulation,
+}
+
+
+def measure(
+    cmp: Comparison, family: str, name: str, target: str, check_id: str = "", input_errors: dict | None = None
+) -> Measurement:
+    module = FAMILIES[family]
+    check_id = check_id or f"{family}.{name}:{target}"
+    if target not in module.targets(cmp.reference):
+        result = Unmeasured(f"the reference has no {family} {target}")
+    else:
+        result = module.MEASURES[name](cmp, target)
+    return grade(check_id, family, name, target, result, input_errors)
+
+
+def unmeasured(family: str, name: str, target: str, check_id: str, reason: str) -> Measurement:
+    """A check that could not run because the candidate cannot be read (invalid submission)."""
+    m = grade(check_id, family, name, target, Unmeasured(reason), None)
+    m.passed, m.progress = False, 0.0
+    return m

@@ -1,0 +1,2 @@
+"""Root conftest: the grading plugin (options --case/--submission/--out, fixtures, outputs)."""
+pytest_plugins = ["scoring.plugin"]

@@ -1,0 +1,85 @@
+"""Preservation gates (SPEC section 6): protect every part the profile does not target.
+
+A targeted element left broken costs fault credit in its checks, never
+preservation; so each gate here looks only at healthy (untargeted) elements,
+except the counting gates, which bound the candidate by the input.
+"""
+from __future__ import annotations
+
+from checks import bodies, joints
+from checks.measurement import Comparison
+from profiles.schema import Profile
+
+from .objective import failed, measure_all
+from .results import GateResult, from_failures
+
+DOF = {"revolute": 1, "prismatic": 1, "spherical": 3, "fixed": 0, "distance": 5, "d6": None, "custom": None}
+
+
+def healthy(targets: list[str], profile: Profile) -> list[str]:
+    return [t for t in targets if t not in profile.targeted]
+
+
+def body_correspondence(cmp: Comparison, profile: Profile) -> GateResult:
+    failures = [f"reference body {r} has no candidate body" for r, c in cmp.match.bodies.items() if c is None]
+    failures += [f"extra candidate body {p} (no reference body matches it)" for p in cmp.match.extra_bodies]
+    return from_failures(
+        "body_correspondence", failures, f"all {len(cmp.match.bodies)} bodies correspond one to one", "correspondence failures"
+    )
+
+
+def degrees_of_freedom(cmp: Comparison, profile: Profile) -> GateResult:
+    failures = []
+    for target in healthy(joints.targets(cmp.reference), profile):
+        ref = cmp.reference.joints[target]
+        cand_path = cmp.match.joints.get(target)
+        cand = cmp.candidate.joints.get(cand_path) if cand_path else None
+        if cand is None:
+            failures.append(f"joint {target}: missing, its {DOF.get(ref.type)} degree(s) of freedom changed")
+        elif (DOF.get(ref.type), ref.enabled) != (DOF.get(cand.type), cand.enabled):
+            failures.append(
+                f"joint {target}: {ref.type} (enabled={ref.enabled}) became {cand.type} (enabled={cand.enabled})"
+            )
+    return from_failures("degrees_of_freedom", failures, "healthy joints keep their degrees of freedom", "changes")
+
+
+def healthy_joints(cmp: Comparison, profile: Profile) -> GateResult:
+    failures = failed(measure_all(cmp, "joint", joints.JOINT_CHECKS, healthy(joints.targets(cmp.reference), profile)))
+    return from_failures("healthy_joints", failures, "every healthy joint passes its joint checks", "healthy joint failures")
+
+
+def healthy_body_properties(cmp: Comparison, profile: Profile) -> GateResult:
+    failures = failed(measure_all(cmp, "body", ("state",), healthy(bodies.targets(cmp.reference), profile)))
+    return from_failures("healthy_body_properties", failures, "healthy bodies keep their state", "body property changes")
+
+
+def composition_errors(cmp: Comparison, profile: Profile) -> GateResult:
+    allowed = int(profile.input_state.get("composition_errors", 0))
+    errors = list(cmp.candidate.composition_errors)
+    if len(errors) <= allowed:
+        return GateResult("composition_errors", True, f"{len(errors)} composition error(s), the input had {allowed}")
+    return GateResult(
+        "composition_errors", False, f"{len(errors)} composition errors, more than the input's {allowed}", tuple(errors)
+    )
+
+
+def joint_count(cmp: Comparison, profile: Profile) -> GateResult:
+    # A redundant joint the input had may remain; a joint the input lost may come back.
+    bound = max(int(profile.input_state.get("joint_count", 0)), len(cmp.reference.joints))
+    count = len(cmp.candidate.joints)
+    if count <= bound:
+        return GateResult("joint_count", True, f"{count} joints, within the bound {bound} (max of input and reference)")
+    added = ", ".join(cmp.match.extra_joints[:5])
+    return GateResult("joint_count", False, f"{count} joints, more than the bound {bound} (unmatched: {added})",
+                      tuple(cmp.match.extra_joints))
+
+
+GATES = {
+    "body_correspondence": body_correspondence,
+    "degrees_of_freedom": degrees_of_freedom,
+    "healthy_joints": healthy_joints,
+    "healthy_body_properties": healthy_body_properties,
+    "composition_errors": composition_errors,
+    "joint_count": joint_count,
+}
+PRESERVATION_GATES = tuple(GATES)

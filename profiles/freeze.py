@@ -1,0 +1,107 @@
+"""Freezing a case: reference + broken input + faults -> CASE/ with a profile.
+
+The profile records, for each targeted check, the input's measured error
+(semantic progress starts there), the digests of both packages, tolerances,
+sampling and limits, and the input's joint and composition-error counts for the
+preservation bounds. `verify_case` grades the reference and the input and
+refuses a case where the reference is not a perfect repair or the input earns
+anything.
+"""
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from checks.measurement import Comparison
+from checks.registry import FAMILIES
+from stage_snapshot.correspondence import correspond
+from stage_snapshot.read import read_snapshot
+
+from .digest import tree_digest
+from .inject import root_layer_of
+from .schema import SCORING_VERSION, CheckSpec, Fault, PackageRecord, Profile
+from .vocabulary import DEFAULT_CORRESPONDENCE, DEFAULT_SAMPLING, DEFAULT_TOLERANCES, FAULT_KINDS
+
+
+class FreezeRefused(Exception):
+    """The case would not grade sensibly; nothing was written."""
+
+
+def checks_for(faults: list[Fault]) -> list[tuple[Fault, str, str]]:
+    return [(f, family, measure) for f in faults for family, measure in FAULT_KINDS[f.kind].checks]
+
+
+def build_profile(case_id: str, reference: Path, input_: Path, faults: list[Fault], tolerances: dict | None = None,
+                  sampling: dict | None = None, limits: dict | None = None, version: str = "1") -> Profile:
+    tolerances = {**DEFAULT_TOLERANCES, **(tolerances or {})}
+    ref_root, in_root = root_layer_of(reference), root_layer_of(input_)
+    ref_snap, in_snap = read_snapshot(ref_root), read_snapshot(in_root)
+    match = correspond(ref_snap, in_snap, DEFAULT_CORRESPONDENCE["max_body_cost"], DEFAULT_CORRESPONDENCE["max_joint_cost"])
+    cmp = Comparison(ref_snap, in_snap, match, tolerances)
+    specs = []
+    for fault, family, measure in checks_for(faults):
+        result = FAMILIES[family].MEASURES[measure](cmp, fault.target)
+        if not isinstance(result, dict):
+            raise FreezeRefused(f"{fault.id}: {family}.{measure} cannot be measured on {fault.target}: {result.reason}")
+        specs.append(CheckSpec(
+            id=f"{fault.id}-{family}.{measure}", fault=fault.id, family=family, measure=measure, target=fault.target,
+            input_error={name: c.error for name, c in result.items()},
+        ))
+    return Profile(
+        id=case_id, version=version, scoring_version=SCORING_VERSION,
+        reference=_record(reference, ref_root), input=_record(input_, in_root),
+        faults=tuple(faults), checks=tuple(specs), tolerances=tolerances,
+        sampling={**DEFAULT_SAMPLING, **(sampling or {})}, limits=dict(limits or {}),
+        correspondence=dict(DEFAULT_CORRESPONDENCE),
+        input_state={"joint_count": len(in_snap.joints), "composition_errors": len(in_snap.composition_errors)},
+    )
+
+
+def _record(package: Path, root: Path):
+    return PackageRecord(root.name, tree_digest(package))
+
+
+def write_case(out: Path, reference: Path, input_: Path, profile: Profile) -> None:
+    out = Path(out)
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    shutil.copytree(reference, out / "reference", symlinks=True)
+    shutil.copytree(input_, out / "input", symlinks=True)
+    (out / "profile.json").write_text(profile.dumps())
+
+
+def verify_case(case: Path) -> list[str]:
+    """Grade the reference and the input against the case; return the reasons to refuse it."""
+    from scoring.run import run_grade
+
+    problems = []
+    with tempfile.TemporaryDirectory() as tmp:
+        ref = run_grade(case, case / "reference", Path(tmp) / "reference")
+        g = ref.grade or {}
+        if g.get("authored_usd") != 1.0 or not g.get("objective_success"):
+            problems.append(f"the reference scores {g.get('authored_usd')} (status {g.get('status')}, "
+                            f"objective {g.get('objective_success')}): {g.get('reasons') or g.get('infrastructure_error')}")
+        inp = run_grade(case, case / "input", Path(tmp) / "input")
+        g = inp.grade or {}
+        if g.get("authored_usd") != 0.0:
+            problems.append(f"the unchanged input scores {g.get('authored_usd')} (status {g.get('status')}), not 0")
+        for check in g.get("checks", []):
+            if check.get("passed") is not False:
+                problems.append(f"targeted check {check['id']} does not fail on the input ({check.get('details')})")
+    return problems
+
+
+def freeze(case_id: str, reference: Path, input_: Path, out: Path, faults: list[Fault], **settings) -> Profile:
+    profile = build_profile(case_id, Path(reference), Path(input_), faults, **settings)
+    with tempfile.TemporaryDirectory() as tmp:
+        staging = Path(tmp) / "case"
+        write_case(staging, Path(reference), Path(input_), profile)
+        problems = verify_case(staging)
+        if problems:
+            raise FreezeRefused("refusing to freeze " + case_id + ":\n  " + "\n  ".join(problems))
+        if Path(out).exists():
+            shutil.rmtree(out)
+        shutil.copytree(staging, out, symlinks=True)
+    return profile

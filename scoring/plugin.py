@@ -1,0 +1,154 @@
+"""The pytest plugin behind `pytest checks --case CASE --submission DIR --out OUT`.
+
+- configure: check the options, remove stale outputs, load the case (every
+  process: the controller for the expected test set, each xdist worker for its
+  parametrization), switch pytest-json-report on, and add the gate tests to
+  the collection (the command names only `checks`).
+- tests: `check_spec`, `validity_rule`, `preservation_gate`, `objective_gate`
+  are parametrized from the profile; the `grading` fixture builds one
+  GradingSession per process.
+- sessionfinish (controller only, after json-report built its report): decide
+  the outcome from the report and write OUT/reward.json and OUT/grade.json.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from gates.objective import OBJECTIVE_GATES
+from gates.preservation import PRESERVATION_GATES
+from profiles.case import Case, CaseError, load_case
+
+from . import outputs, report
+from .reward import OUTCOMES, Expected, decide, records_from_report
+from .session import VALIDITY_RULES, GradingSession
+
+GATES_DIR = Path(__file__).resolve().parent.parent / "gates"
+
+
+@dataclass
+class RunState:
+    case_dir: Path
+    submission: Path
+    out: Path
+    started: float
+    case: Case | None = None
+    case_error: str | None = None
+    session: GradingSession | None = None
+    grade: dict | None = None
+
+    def expected(self) -> Expected:
+        profile = self.case.profile
+        return Expected({
+            "check": tuple(c.id for c in profile.checks),
+            "validity": VALIDITY_RULES,
+            "preservation": PRESERVATION_GATES,
+            "objective": OBJECTIVE_GATES,
+        })
+
+
+STATE = pytest.StashKey[RunState]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("usdgrade", "grading an OpenUSD asset repair")
+    group.addoption("--case", help="case folder: profile.json, reference/, input/")
+    group.addoption("--submission", help="the candidate package folder")
+    group.addoption("--out", help="output folder for reward.json and grade.json")
+
+
+def is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    case_dir = config.getoption("case")
+    if not case_dir:
+        return
+    submission, out = config.getoption("submission"), config.getoption("out")
+    if not submission or not out:
+        raise pytest.UsageError("--case needs --submission DIR and --out OUT")
+    state = RunState(Path(case_dir).resolve(), Path(submission).absolute(), Path(out).resolve(), time.time())
+    if outputs.inside(state.out, state.submission):
+        raise pytest.UsageError(f"--out {out} lies inside the submission {submission}")
+
+    # json-report is our record of every test; our own files are the outputs.
+    config.option.json_report = True
+    config.option.json_report_file = None
+    if not any(Path(a.split("::")[0]).resolve() == GATES_DIR for a in config.args):
+        config.args.append(str(GATES_DIR))
+
+    if not is_worker(config):
+        outputs.remove_stale(state.out)
+    try:
+        state.case = load_case(state.case_dir)
+    except CaseError as error:
+        state.case_error = f"{type(error).__name__}: {error}"
+    except Exception as error:  # a verifier fault while reading the case
+        state.case_error = f"unexpected {type(error).__name__} while loading the case: {error}"
+    config.stash[STATE] = state
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    state = metafunc.config.stash.get(STATE, None)
+    ready = state is not None and state.case is not None
+    params = {
+        "check_spec": list(state.case.profile.checks) if ready else [],
+        "validity_rule": list(VALIDITY_RULES) if ready else [],
+        "preservation_gate": list(PRESERVATION_GATES) if ready else [],
+        "objective_gate": list(OBJECTIVE_GATES) if ready else [],
+    }
+    for name, values in params.items():
+        if name in metafunc.fixturenames:
+            ids = [getattr(v, "id", v) for v in values]
+            metafunc.parametrize(name, values, ids=ids)
+
+
+@pytest.fixture(scope="session")
+def grading(request: pytest.FixtureRequest) -> GradingSession:
+    state = request.config.stash.get(STATE, None)
+    if state is None or state.case is None:
+        pytest.fail("no case loaded", pytrace=False)
+    if state.session is None:
+        state.session = GradingSession(state.case, state.submission)
+    return state.session
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    config = session.config
+    state = config.stash.get(STATE, None)
+    if state is None or is_worker(config):
+        return
+    json_report = getattr(getattr(config, "_json_report", None), "report", None)
+    case_error = state.case_error
+    if case_error is None and json_report is None:
+        case_error = "pytest-json-report produced no report (is the plugin installed and enabled?)"
+    if case_error is None and exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR):
+        case_error = f"pytest ended with {pytest.ExitCode(exitstatus).name} (collection error, crash or interrupt)"
+    records = records_from_report(json_report or {})
+    expected = state.expected() if state.case else Expected({})
+    decision = decide(records, expected, case_error)
+    write_reward, exit_code = OUTCOMES[decision.status]
+    grade = report.build(decision, records, state, time.time() - state.started)
+    outputs.write_json(state.out / outputs.GRADE_FILE, grade)
+    if write_reward:
+        outputs.write_json(state.out / outputs.REWARD_FILE, {"authored_usd": decision.authored_usd})
+    if exit_code is not None:
+        session.exitstatus = exit_code
+    state.grade = grade
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
+    state = config.stash.get(STATE, None)
+    if state is None or is_worker(config) or state.grade is None:
+        return
+    terminalreporter.write_sep("=", "usdgrade")
+    for line in report.summary_lines(state.grade):
+        terminalreporter.write_line(line)
+    written = [n for n in outputs.OUTPUT_FILES if (state.out / n).exists()]
+    terminalreporter.write_line(f"outputs: {', '.join(str(state.out / n) for n in written)}")

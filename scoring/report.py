@@ -1,0 +1,119 @@
+"""grade.json: the decision plus everything a person needs to see why (SPEC section 9)."""
+from __future__ import annotations
+
+import os
+import platform
+import stat
+
+from profiles.digest import tree_digest
+from profiles.schema import SCORING_VERSION
+
+from . import VERIFIER_VERSION
+from .reward import Decision, TestRecord, results_by_kind
+
+# Hashing a hostile submission must stay cheap: beyond this many bytes it is not hashed.
+MAX_DIGEST_BYTES = 1 << 30
+
+
+def candidate_digest(folder) -> dict:
+    total = 0
+    try:
+        for dirpath, _, filenames in os.walk(folder, followlinks=False):
+            for name in filenames:
+                info = os.lstat(os.path.join(dirpath, name))
+                if stat.S_ISREG(info.st_mode):
+                    total += info.st_size
+        if total > MAX_DIGEST_BYTES:
+            return {"digest": None, "reason": f"{total} bytes: too large to hash"}
+        if not os.path.isdir(folder):
+            return {"digest": None, "reason": "not a folder"}
+        return {"digest": tree_digest(folder), "bytes": total}
+    except OSError as error:
+        return {"digest": None, "reason": f"cannot read: {error}"}
+
+
+def build(decision: Decision, records: list[TestRecord], state, elapsed: float) -> dict:
+    found = results_by_kind(records)
+    case = state.case
+    profile = case.profile if case else None
+    checks = []
+    for spec in profile.checks if profile else ():
+        m = found["check"].get(spec.id)
+        checks.append({
+            "id": spec.id,
+            "fault": spec.fault,
+            "family": spec.family,
+            "measure": spec.measure,
+            "target": spec.target,
+            "passed": m.get("passed") if m else None,
+            "progress": m.get("progress") if m else None,
+            "details": m.get("details") if m else "not run",
+            "components": m.get("components") if m else {},
+        })
+    timings = {"total_s": round(elapsed, 3)}
+    for r in found["validity"].values():
+        timings.update({f"{k}_s": v for k, v in (r.get("timings") or {}).items()})
+        break
+    return {
+        "status": decision.status.value,
+        "authored_usd": decision.authored_usd,
+        "submission_valid": decision.submission_valid,
+        "preservation_pass": decision.preservation_pass,
+        "targeted_repair_fraction": decision.targeted_repair_fraction,
+        "targeted_semantic_score": decision.targeted_semantic_score,
+        "objective_success": decision.objective_success,
+        "infrastructure_error": decision.infrastructure_error,
+        "reasons": decision.reasons,
+        "missing_tests": decision.missing,
+        "gates": {
+            kind: {name: {"passed": r.get("passed"), "reason": r.get("reason")} for name, r in found[kind].items()}
+            for kind in ("validity", "preservation", "objective")
+        },
+        "validity": found["validity"],
+        "preservation": found["preservation"],
+        "checks": checks,
+        "faults": [{"id": f.id, "kind": f.kind, "target": f.target} for f in profile.faults] if profile else [],
+        "digests": {
+            "candidate": candidate_digest(state.submission),
+            "reference": profile.reference.digest if profile else None,
+            "input": profile.input.digest if profile else None,
+        },
+        "profile": {
+            "id": profile.id if profile else None,
+            "version": profile.version if profile else None,
+            "digest": case.profile_digest if case else None,
+            "tolerances": profile.tolerances if profile else None,
+        },
+        "scoring_version": SCORING_VERSION,
+        "verifier_version": VERIFIER_VERSION,
+        "environment": {"python": platform.python_version()},
+        "timings": timings,
+        "visual": None,
+        "physical": None,
+    }
+
+
+def _figure(value) -> str:
+    return "-" if value is None else (f"{value:.4f}" if isinstance(value, float) else str(value))
+
+
+def summary_lines(grade: dict, max_checks: int = 10) -> list[str]:
+    """A short, readable summary of grade.json for the terminal."""
+    lines = [
+        f"status {grade['status']}   authored_usd {_figure(grade['authored_usd'])}   "
+        f"F {_figure(grade['targeted_repair_fraction'])}   S {_figure(grade['targeted_semantic_score'])}   "
+        f"objective {_figure(grade['objective_success'])}",
+    ]
+    if grade.get("infrastructure_error"):
+        lines.append(f"infrastructure error: {grade['infrastructure_error']}")
+    for kind, gates in grade.get("gates", {}).items():
+        failed = [name for name, g in gates.items() if not g.get("passed")]
+        lines.append(f"{kind:<13} " + (f"FAILED {', '.join(failed)}" if failed else f"all {len(gates)} pass"))
+    for reason in grade.get("reasons", [])[:5]:
+        lines.append(f"  - {reason}")
+    failing = [c for c in grade.get("checks", []) if c.get("passed") is not True]
+    for c in failing[:max_checks]:
+        lines.append(f"  check {c['id']} ({c['target']}): progress {_figure(c['progress'])}: {c['details']}")
+    if len(failing) > max_checks:
+        lines.append(f"  ... and {len(failing) - max_checks} more failing checks")
+    return lines

@@ -1,0 +1,138 @@
+"""Match reference bodies and joints to candidate ones by structure, pose and shape.
+
+Prim paths may differ between reference and candidate (renamed namespaces,
+other layer layouts), so matching is an assignment problem (scipy's
+`linear_sum_assignment`) over costs built from what the elements *are*:
+
+body cost  = placement (body origin and orientation)      in [0, 1]
+           + geometry  (where its geometry is, its extents) in [0, 1]
+           + a small name tie-breaker
+joint cost = bodies (through the body match)                in [0, 1]
+           + type                                           0 or 0.5
+           + anchor position                                in [0, 0.5]
+           + axis direction (single-axis joints)            in [0, 0.25]
+           + a small name tie-breaker
+
+A fault changes one property of an element (a moved part, a retargeted joint),
+so one group may disagree entirely while the others agree; a pair whose cost
+passes the profile's bound is no match. Symmetric parts (four identical legs)
+differ in where their geometry is, which the costs see.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+from . import spatial
+from .model import Body, Joint, StageSnapshot
+
+NAME_TIE_BREAK = 0.01
+# Distances are normalized by this share of the asset's size: beyond it two
+# placements count as entirely different.
+DISTANCE_SCALE = 0.1
+DEFAULT_MAX_BODY_COST = 1.25
+DEFAULT_MAX_JOINT_COST = 1.25
+UNMATCHED = "<unmatched>"  # stands for a reference body with no candidate
+
+
+@dataclass(frozen=True)
+class Correspondence:
+    bodies: dict[str, str | None]        # reference body path -> candidate body path or None
+    joints: dict[str, str | None]        # reference joint path -> candidate joint path or None
+    extra_bodies: tuple[str, ...]        # candidate bodies nobody in the reference matches
+    extra_joints: tuple[str, ...]
+    body_costs: dict[str, float]         # cost of each reference body's match (inf when unmatched)
+    joint_costs: dict[str, float]
+
+    def candidate_body(self, reference_body: str | None) -> str | None:
+        """World maps to world; an unmatched body maps to a marker that equals no candidate body."""
+        if reference_body is None:
+            return None
+        return self.bodies.get(reference_body) or UNMATCHED
+
+
+def _capped(x: float) -> float:
+    return min(1.0, x) if math.isfinite(x) else 1.0
+
+
+def body_cost(ref: Body, cand: Body, size: float) -> float:
+    scale = DISTANCE_SCALE * size
+    placement = _capped(
+        spatial.distance(ref.pose.position, cand.pose.position) / scale
+        + spatial.rotation_angle_deg(ref.pose.rotation, cand.pose.rotation) / 180.0
+    )
+    extents = [
+        abs(math.log((a + 1e-6) / (b + 1e-6))) for a, b in zip(ref.shape.extents, cand.shape.extents)
+    ]
+    geometry = _capped(spatial.distance(ref.shape.center, cand.shape.center) / scale + sum(extents) / 3.0)
+    return placement + geometry + (0.0 if ref.name == cand.name else NAME_TIE_BREAK)
+
+
+def joint_cost(ref: Joint, cand: Joint, match: Correspondence, size: float) -> float:
+    wanted = [match.candidate_body(ref.body0), match.candidate_body(ref.body1)]
+    have = [cand.body0, cand.body1]
+    if wanted == have or wanted == have[::-1]:
+        body_term = 0.0
+    elif any(w == h for w in wanted for h in have):
+        body_term = 0.5
+    else:
+        body_term = 1.0
+    type_term = 0.0 if ref.type == cand.type else 0.5
+    anchor = min(
+        spatial.distance(ref.frame1.position, cand.frame1.position),
+        spatial.distance(ref.frame1.position, cand.frame0.position),
+    )
+    anchor_term = 0.5 * _capped(anchor / (DISTANCE_SCALE * size))
+    # Converted MuJoCo bodies with several joints become several single-axis joints between
+    # the same two bodies at the same anchor (hopper's rootx/rooty/rootz): the axis tells them apart.
+    axis_term = 0.0
+    if ref.axis and cand.axis:
+        angle = spatial.vector_angle_deg(spatial.world_axis(ref.frame0, ref.axis), spatial.world_axis(cand.frame0, cand.axis))
+        axis_term = 0.25 * min(angle, 180.0 - angle) / 90.0
+    return body_term + type_term + anchor_term + axis_term + (0.0 if ref.name == cand.name else NAME_TIE_BREAK)
+
+
+def _assign(cost: np.ndarray, bound: float) -> list[tuple[int, int]]:
+    if cost.size == 0:
+        return []
+    rows, cols = linear_sum_assignment(cost)
+    return [(r, c) for r, c in zip(rows, cols) if cost[r, c] <= bound]
+
+
+def correspond(
+    reference: StageSnapshot,
+    candidate: StageSnapshot,
+    max_body_cost: float = DEFAULT_MAX_BODY_COST,
+    max_joint_cost: float = DEFAULT_MAX_JOINT_COST,
+) -> Correspondence:
+    size = reference.size
+    ref_bodies, cand_bodies = list(reference.bodies.values()), list(candidate.bodies.values())
+    cost = np.array([[body_cost(r, c, size) for c in cand_bodies] for r in ref_bodies]).reshape(
+        len(ref_bodies), len(cand_bodies)
+    )
+    pairs = _assign(cost, max_body_cost)
+    bodies = {r.path: None for r in ref_bodies}
+    body_costs = {r.path: math.inf for r in ref_bodies}
+    for r, c in pairs:
+        bodies[ref_bodies[r].path] = cand_bodies[c].path
+        body_costs[ref_bodies[r].path] = float(cost[r, c])
+    matched = set(bodies.values())
+    extra_bodies = tuple(b.path for b in cand_bodies if b.path not in matched)
+
+    partial = Correspondence(bodies, {}, extra_bodies, (), body_costs, {})
+    ref_joints, cand_joints = list(reference.joints.values()), list(candidate.joints.values())
+    cost = np.array(
+        [[joint_cost(r, c, partial, size) for c in cand_joints] for r in ref_joints]
+    ).reshape(len(ref_joints), len(cand_joints))
+    pairs = _assign(cost, max_joint_cost)
+    joints = {r.path: None for r in ref_joints}
+    joint_costs = {r.path: math.inf for r in ref_joints}
+    for r, c in pairs:
+        joints[ref_joints[r].path] = cand_joints[c].path
+        joint_costs[ref_joints[r].path] = float(cost[r, c])
+    matched = set(joints.values())
+    extra_joints = tuple(j.path for j in cand_joints if j.path not in matched)
+    return Correspondence(bodies, joints, extra_bodies, extra_joints, body_costs, joint_costs)

@@ -1,0 +1,394 @@
+"""Tests for stage_snapshot.geometry: tessellation, sampling, surface agreement,
+placement vs shape."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pytest
+from pxr import Gf, Usd, UsdGeom
+
+from stage_snapshot.geometry import (
+    TriangleSoup,
+    concatenate_soups,
+    prim_triangles,
+    sample_surface,
+    split_placement_and_shape,
+    surface_agreement,
+)
+
+IDENTITY = Gf.Matrix4d(1.0)
+
+
+def _stage(mpu: float = 1.0) -> Usd.Stage:
+    stage = Usd.Stage.CreateInMemory()
+    UsdGeom.SetStageMetersPerUnit(stage, mpu)
+    return stage
+
+
+def _world(prim: Usd.Prim) -> Gf.Matrix4d:
+    return UsdGeom.XformCache().GetLocalToWorldTransform(prim)
+
+
+def _define(stage, type_name, path, **attrs):
+    prim = getattr(UsdGeom, type_name).Define(stage, path).GetPrim()
+    for name, value in attrs.items():
+        prim.GetAttribute(name).Set(value)
+    return prim
+
+
+def voxel_mesh(stage, path, cells, size=1.0, offset=(0.0, 0.0, 0.0)):
+    """A closed quad mesh: the boundary of a union of axis-aligned voxels (outward)."""
+    cells = [tuple(c) for c in cells]
+    occupied = set(cells)
+    index, points, counts, indices = {}, [], [], []
+
+    def vid(p):
+        if p not in index:
+            index[p] = len(points)
+            points.append(Gf.Vec3f(*(offset[i] + size * p[i] for i in range(3))))
+        return index[p]
+
+    for c in cells:
+        for a in range(3):
+            b, cc = (a + 1) % 3, (a + 2) % 3
+            for sign in (1, -1):
+                nb = list(c)
+                nb[a] += sign
+                if tuple(nb) in occupied:
+                    continue
+                quad = []
+                for db, dc in ((0, 0), (1, 0), (1, 1), (0, 1)):
+                    p = list(c)
+                    p[a] += 1 if sign > 0 else 0
+                    p[b] += db
+                    p[cc] += dc
+                    quad.append(vid(tuple(p)))
+                if sign < 0:
+                    quad.reverse()
+                counts.append(4)
+                indices.extend(quad)
+    mesh = UsdGeom.Mesh.Define(stage, path)
+    mesh.GetPointsAttr().Set(points)
+    mesh.GetFaceVertexCountsAttr().Set(counts)
+    mesh.GetFaceVertexIndicesAttr().Set(indices)
+    return mesh.GetPrim()
+
+
+# --------------------------------------------------------------------------- areas
+
+
+def _capsule_1_area(rb, rt, h):
+    s = (rb - rt) / h
+    c = math.sqrt(1 - s * s)
+    caps = 2 * math.pi * rb * rb * (1 + s) + 2 * math.pi * rt * rt * (1 - s)
+    return caps + math.pi * (rb * c + rt * c) * (h * c)
+
+
+IMPLICIT_CASES = [
+    ("Cube", {"size": 2.0}, 24.0),
+    ("Sphere", {"radius": 1.5}, 4 * math.pi * 1.5 ** 2),
+    ("Capsule", {"radius": 0.5, "height": 2.0, "axis": "X"}, 4 * math.pi * 0.25 + 2 * math.pi * 0.5 * 2.0),
+    ("Cylinder", {"radius": 0.5, "height": 2.0, "axis": "Y"}, 2 * math.pi * 0.25 + 2 * math.pi * 0.5 * 2.0),
+    ("Cone", {"radius": 1.0, "height": 3.0}, math.pi + math.pi * math.sqrt(1 + 9.0)),
+    ("Capsule_1", {"radiusTop": 0.5, "radiusBottom": 1.0, "height": 3.0}, _capsule_1_area(1.0, 0.5, 3.0)),
+    ("Capsule_1", {"radiusTop": 0.4, "radiusBottom": 0.4, "height": 1.0},
+     4 * math.pi * 0.16 + 2 * math.pi * 0.4),
+    ("Cylinder_1", {"radiusTop": 0.5, "radiusBottom": 1.0, "height": 2.0},
+     math.pi * 0.25 + math.pi + math.pi * 1.5 * math.sqrt(0.25 + 4.0)),
+    ("Plane", {"width": 3.0, "length": 5.0, "axis": "X"}, 15.0),
+]
+
+
+@pytest.mark.parametrize("type_name,attrs,expected", IMPLICIT_CASES)
+def test_implicit_prim_area_matches_analytic(type_name, attrs, expected):
+    stage = _stage()
+    prim = _define(stage, type_name, "/P", **attrs)
+    soup = prim_triangles(prim, IDENTITY, 1.0)
+    assert soup is not None
+    assert soup.vertices.dtype == np.float64 and soup.faces.dtype == np.int64
+    assert soup.vertices.shape[1] == 3 and soup.faces.shape[1] == 3
+    assert soup.area == pytest.approx(expected, rel=0.01)
+
+
+def test_axis_and_extents():
+    stage = _stage()
+    cap = _define(stage, "Capsule", "/Cap", radius=0.5, height=2.0, axis="X")
+    lo, hi = prim_triangles(cap, IDENTITY, 1.0).bounds
+    np.testing.assert_allclose(lo, [-1.5, -0.5, -0.5], atol=1e-3)
+    np.testing.assert_allclose(hi, [1.5, 0.5, 0.5], atol=1e-3)
+    cone = _define(stage, "Cone", "/Cone", radius=1.0, height=2.0, axis="Y")
+    lo, hi = prim_triangles(cone, IDENTITY, 1.0).bounds
+    assert lo[1] == pytest.approx(-1.0) and hi[1] == pytest.approx(1.0)  # apex at +Y
+    plane = _define(stage, "Plane", "/Plane", width=3.0, length=5.0, axis="Y")
+    lo, hi = prim_triangles(plane, IDENTITY, 1.0).bounds
+    np.testing.assert_allclose(hi - lo, [3.0, 0.0, 5.0])
+
+
+def test_closed_implicit_prims_face_outwards():
+    stage = _stage()
+    for name, attrs in [("Sphere", {}), ("Capsule", {}), ("Cylinder", {}), ("Cone", {}), ("Cube", {}),
+                        ("Capsule_1", {"radiusTop": 0.2}), ("Cylinder_1", {"radiusTop": 0.0})]:
+        prim = _define(stage, name, "/" + name, **attrs)
+        assert prim_triangles(prim, IDENTITY, 1.0).signed_volume > 0, name
+
+
+def test_scaled_rotated_translated_transform():
+    stage = _stage()
+    xf = UsdGeom.Xform.Define(stage, "/Body")
+    xf.AddTranslateOp().Set(Gf.Vec3d(10.0, 0.0, 0.0))
+    xf.AddRotateZOp().Set(90.0)
+    cube = UsdGeom.Cube.Define(stage, "/Body/Box")
+    cube.GetSizeAttr().Set(1.0)
+    cube.AddScaleOp().Set(Gf.Vec3f(2.0, 3.0, 4.0))
+    soup = prim_triangles(cube.GetPrim(), _world(cube.GetPrim()), 1.0)
+    assert soup.area == pytest.approx(2 * (6 + 12 + 8))
+    lo, hi = soup.bounds
+    # x extent 2 rotated 90 deg about Z becomes the Y extent
+    np.testing.assert_allclose(hi - lo, [3.0, 2.0, 4.0], atol=1e-9)
+    np.testing.assert_allclose((hi + lo) / 2, [10.0, 0.0, 0.0], atol=1e-9)
+    assert soup.signed_volume == pytest.approx(24.0)
+
+    sph = UsdGeom.Sphere.Define(stage, "/Body/Ball")
+    sph.GetRadiusAttr().Set(1.0)
+    sph.AddScaleOp().Set(Gf.Vec3f(2.0, 2.0, 2.0))
+    area = prim_triangles(sph.GetPrim(), _world(sph.GetPrim()), 1.0).area
+    assert area == pytest.approx(4 * math.pi * 4.0, rel=0.01)
+
+
+def test_mirroring_transform_keeps_outward_winding():
+    stage = _stage()
+    cube = UsdGeom.Cube.Define(stage, "/Box")
+    cube.AddScaleOp().Set(Gf.Vec3f(-1.0, 1.0, 1.0))
+    soup = prim_triangles(cube.GetPrim(), _world(cube.GetPrim()), 1.0)
+    assert soup.signed_volume == pytest.approx(8.0)
+
+
+def test_meters_per_unit_gives_metres():
+    stage = _stage(mpu=0.01)
+    cube = UsdGeom.Cube.Define(stage, "/Box")
+    cube.GetSizeAttr().Set(100.0)  # 100 cm
+    cube.AddTranslateOp().Set(Gf.Vec3d(0.0, 0.0, 50.0))
+    mpu = UsdGeom.GetStageMetersPerUnit(stage)
+    soup = prim_triangles(cube.GetPrim(), _world(cube.GetPrim()), mpu)
+    assert soup.area == pytest.approx(6.0)
+    np.testing.assert_allclose(soup.bounds, [[-0.5, -0.5, 0.0], [0.5, 0.5, 1.0]], atol=1e-12)
+
+
+def test_mesh_fan_triangulation_and_degenerate_faces():
+    stage = _stage()
+    mesh = UsdGeom.Mesh.Define(stage, "/M")
+    pts = [(0, 0, 0), (2, 0, 0), (2, 1, 0), (0, 1, 0),  # quad, area 2
+           (0, 0, 1), (1, 0, 1), (1.5, 0.5, 1), (1, 1, 1), (0, 1, 1),  # convex pentagon
+           (9, 9, 9)]  # unreferenced: ignored in bounds
+    mesh.GetPointsAttr().Set([Gf.Vec3f(*p) for p in pts])
+    mesh.GetFaceVertexCountsAttr().Set([4, 2, 5, 0])
+    mesh.GetFaceVertexIndicesAttr().Set([0, 1, 2, 3, 0, 1, 4, 5, 6, 7, 8])
+    soup = prim_triangles(mesh.GetPrim(), IDENTITY, 1.0)
+    assert len(soup.faces) == 2 + 3
+    assert soup.area == pytest.approx(2.0 + 1.0 + 0.25)
+    np.testing.assert_allclose(soup.bounds, [[0, 0, 0], [2, 1, 1]])
+
+
+def test_left_handed_mesh_is_flipped():
+    stage = _stage()
+    prim = voxel_mesh(stage, "/V", [(0, 0, 0)])
+    assert prim_triangles(prim, IDENTITY, 1.0).signed_volume == pytest.approx(1.0)
+    UsdGeom.Mesh(prim).GetOrientationAttr().Set(UsdGeom.Tokens.leftHanded)
+    assert prim_triangles(prim, IDENTITY, 1.0).signed_volume == pytest.approx(-1.0)
+
+
+@pytest.mark.parametrize("case", ["out_of_range", "negative", "empty_points", "count_mismatch",
+                                  "no_faces", "nan_point", "no_attrs"])
+def test_malformed_mesh_returns_none(case):
+    stage = _stage()
+    mesh = UsdGeom.Mesh.Define(stage, "/Bad")
+    pts = [Gf.Vec3f(0, 0, 0), Gf.Vec3f(1, 0, 0), Gf.Vec3f(0, 1, 0)]
+    counts, idx = [3], [0, 1, 2]
+    if case == "out_of_range":
+        idx = [0, 1, 7]
+    elif case == "negative":
+        idx = [0, -1, 2]
+    elif case == "empty_points":
+        pts = []
+    elif case == "count_mismatch":
+        counts = [4]
+    elif case == "no_faces":
+        counts, idx = [2], [0, 1]
+    elif case == "nan_point":
+        pts[2] = Gf.Vec3f(float("nan"), 0, 0)
+    if case != "no_attrs":
+        mesh.GetPointsAttr().Set(pts)
+        mesh.GetFaceVertexCountsAttr().Set(counts)
+        mesh.GetFaceVertexIndicesAttr().Set(idx)
+    assert prim_triangles(mesh.GetPrim(), IDENTITY, 1.0) is None
+
+
+def test_non_geometry_and_invalid_sizes_return_none():
+    stage = _stage()
+    assert prim_triangles(UsdGeom.Xform.Define(stage, "/X").GetPrim(), IDENTITY, 1.0) is None
+    assert prim_triangles(stage.DefinePrim("/S", "Scope"), IDENTITY, 1.0) is None
+    assert prim_triangles(_define(stage, "Sphere", "/Zero", radius=0.0), IDENTITY, 1.0) is None
+    assert prim_triangles(_define(stage, "Cube", "/Neg", size=-1.0), IDENTITY, 1.0) is None
+    assert prim_triangles(stage.GetPrimAtPath("/Missing"), IDENTITY, 1.0) is None
+
+
+# --------------------------------------------------------------------------- sampling
+
+
+def _box_soup(size=(1.0, 1.0, 1.0), center=(0.0, 0.0, 0.0)):
+    stage = _stage()
+    cube = UsdGeom.Cube.Define(stage, "/B")
+    cube.GetSizeAttr().Set(1.0)
+    cube.AddTranslateOp().Set(Gf.Vec3d(*center))
+    cube.AddScaleOp().Set(Gf.Vec3f(*size))
+    return prim_triangles(cube.GetPrim(), _world(cube.GetPrim()), 1.0)
+
+
+def test_sampling_is_deterministic_and_on_surface():
+    soup = _box_soup((2.0, 2.0, 2.0))
+    a = sample_surface(soup, 5000, seed=7)
+    b = sample_surface(soup, 5000, seed=7)
+    c = sample_surface(soup, 5000, seed=8)
+    assert a.shape == (5000, 3) and a.dtype == np.float64
+    assert a.tobytes() == b.tobytes()
+    assert a.tobytes() != c.tobytes()
+    np.testing.assert_allclose(np.abs(a).max(axis=1), 1.0, atol=1e-12)  # on the faces
+    # every face gets ~1/6 of the samples
+    face = np.argmax(np.abs(a), axis=1) * 2 + (a[np.arange(len(a)), np.argmax(np.abs(a), axis=1)] > 0)
+    share = np.bincount(face, minlength=6) / len(a)
+    np.testing.assert_allclose(share, 1 / 6, atol=0.02)
+
+
+def test_sampling_is_area_weighted_and_handles_empty():
+    soup = TriangleSoup(np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0],
+                                  [5, 0, 0], [8, 0, 0], [5, 2, 0],
+                                  [9, 9, 9], [9, 9, 9], [9, 9, 9]], float),
+                        np.array([[0, 1, 2], [3, 4, 5], [6, 7, 8]], np.int64))
+    pts = sample_surface(soup, 20000, seed=1)
+    share_small = np.mean(pts[:, 0] < 2.0)
+    assert share_small == pytest.approx(0.5 / 3.5, abs=0.01)
+    assert not np.any(pts[:, 0] > 8.5)  # zero-area triangle never chosen
+    assert sample_surface(None, 10, 0).shape == (0, 3)
+    assert sample_surface(soup, 0, 0).shape == (0, 3)
+    empty = TriangleSoup(np.zeros((0, 3)), np.zeros((0, 3), np.int64))
+    assert sample_surface(empty, 10, 0).shape == (0, 3)
+
+
+def test_concatenate_soups():
+    a, b = _box_soup(), _box_soup(center=(5, 0, 0))
+    both = concatenate_soups([a, None, b])
+    assert both.area == pytest.approx(12.0)
+    assert concatenate_soups([None]) is None
+
+
+def test_sampling_timing_300k_triangles():
+    rng = np.random.Generator(np.random.PCG64(0))
+    soups = []
+    for _ in range(60):
+        v = rng.random((2600, 3))
+        f = rng.integers(0, 2600, size=(5000, 3)).astype(np.int64)
+        soups.append(TriangleSoup(v, f))
+    t0 = time.perf_counter()
+    total = 0
+    for i, s in enumerate(soups):
+        total += len(sample_surface(s, 2000, seed=i))
+    dt = time.perf_counter() - t0
+    print(f"\n[timing] sample_surface: 60 bodies, 300k triangles, {total} samples: {dt * 1000:.1f} ms")
+    assert total == 120_000
+
+
+# --------------------------------------------------------------------------- agreement
+
+
+def test_surface_agreement_same_and_shifted_and_empty():
+    soup = _box_soup((0.2, 0.1, 0.05))
+    ref = sample_surface(soup, 4000, seed=1)
+    same = sample_surface(soup, 4000, seed=2)
+    r = surface_agreement(ref, same, tolerance=0.005)
+    # area 0.07 m^2, 4000 samples: spacing ~4 mm, mean nearest-neighbour gap ~2 mm
+    assert r["fscore"] > 0.98 and r["mean_distance"] < 0.003
+    assert r["hausdorff"] >= r["p95_distance"] >= 0
+    moved = same + np.array([0.03, 0.0, 0.0])
+    r2 = surface_agreement(ref, moved, tolerance=0.005)
+    assert r2["fscore"] < 0.8 and r2["mean_distance"] > 0.005
+    e = surface_agreement(ref, np.zeros((0, 3)), 0.01)
+    assert e["fscore"] == 0.0 and math.isinf(e["mean_distance"]) and math.isinf(e["hausdorff"])
+    e2 = surface_agreement([], [], 0.01)
+    assert e2["precision"] == 0.0 and e2["recall"] == 0.0
+
+
+# --------------------------------------------------------------------------- placement vs shape
+
+
+def _rotation(axis, deg):
+    axis = np.asarray(axis, float) / np.linalg.norm(axis)
+    a = math.radians(deg)
+    k = np.array([[0, -axis[2], axis[1]], [axis[2], 0, -axis[0]], [-axis[1], axis[0], 0]])
+    return np.eye(3) + math.sin(a) * k + (1 - math.cos(a)) * k @ k
+
+
+def _l_bracket_soup():
+    stage = _stage()
+    prim = voxel_mesh(stage, "/L", [(0, 0, 0), (1, 0, 0), (2, 0, 0), (0, 1, 0)], size=0.02)
+    return prim_triangles(prim, IDENTITY, 1.0)
+
+
+def test_moved_part_has_small_residual_and_right_motion():
+    soup = _l_bracket_soup()
+    ref = sample_surface(soup, 3000, seed=1)
+    cand_local = sample_surface(soup, 3000, seed=2)
+    c = soup.vertices.mean(axis=0)
+    rot = _rotation([0.3, 0.2, 1.0], 30.0)
+    shift = np.array([0.05, -0.02, 0.01])
+    cand = (cand_local - c) @ rot.T + c + shift
+    out = split_placement_and_shape(ref, cand, tolerance=0.002)
+    assert out["rotation_deg"] == pytest.approx(30.0, abs=1.0)
+    assert np.linalg.norm(out["translation"] - shift) < 0.001
+    assert out["translation_m"] == pytest.approx(np.linalg.norm(shift), abs=0.001)
+    assert out["residual"]["fscore"] > 0.97
+    assert out["unaligned"]["fscore"] < 0.2
+    # deterministic
+    again = split_placement_and_shape(ref, cand, tolerance=0.002)
+    assert again["rotation"].tobytes() == out["rotation"].tobytes()
+
+
+def test_reshaped_part_has_large_residual():
+    soup = _l_bracket_soup()
+    ref = sample_surface(soup, 3000, seed=1)
+    cand = sample_surface(soup, 3000, seed=2)
+    c = soup.vertices.mean(axis=0)
+    scaled = (cand - c) * np.array([1.3, 1.0, 1.0]) + c + np.array([0.01, 0.0, 0.0])
+    moved = split_placement_and_shape(ref, cand + np.array([0.01, 0, 0]), tolerance=0.002)
+    reshaped = split_placement_and_shape(ref, scaled, tolerance=0.002)
+    assert moved["residual"]["fscore"] > 0.97
+    assert reshaped["residual"]["fscore"] < 0.85
+    assert reshaped["residual"]["p95_distance"] > 3 * moved["residual"]["p95_distance"]
+    # corrupted points: one lobe pushed out by 2 cm
+    corrupted = cand.copy()
+    lobe = corrupted[:, 1] > 0.025
+    corrupted[lobe, 2] += 0.02
+    bad = split_placement_and_shape(ref, corrupted, tolerance=0.002)
+    assert bad["residual"]["fscore"] < 0.9
+    assert bad["residual"]["hausdorff"] > 0.005
+
+
+def test_symmetric_cube_rotated_90_degrees_is_same_shape():
+    soup = _box_soup((0.1, 0.1, 0.1), center=(1.0, 2.0, 0.5))
+    ref = sample_surface(soup, 10000, seed=3)
+    cand = sample_surface(soup, 10000, seed=4)
+    c = np.array([1.0, 2.0, 0.5])
+    cand = (cand - c) @ _rotation([0, 0, 1], 90.0).T + c
+    out = split_placement_and_shape(ref, cand, tolerance=0.004)
+    assert out["residual"]["fscore"] > 0.97
+    assert out["translation_m"] < 0.001
+    # the smallest rotation consistent with the shape is reported
+    assert out["rotation_deg"] < 2.0
+    assert out["unaligned"]["fscore"] > 0.97  # placement judged on surface distance: fine
+
+
+def test_split_handles_empty():
+    out = split_placement_and_shape(np.zeros((0, 3)), np.ones((5, 3)), tolerance=0.01)
+    assert out["residual"]["fscore"] == 0.0

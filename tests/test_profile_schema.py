@@ -1,0 +1,73 @@
+"""A malformed profile is refused with the field that is wrong."""
+import copy
+import json
+
+import pytest
+
+from profiles.schema import ProfileError, load_profile, profile_from_json
+
+GOOD = {
+    "schema": "usd-repair-case-profile",
+    "schema_version": 1,
+    "id": "demo",
+    "version": "1",
+    "scoring_version": "1",
+    "reference": {"root_layer": "a.usda", "digest": "sha256:00"},
+    "input": {"root_layer": "a.usda", "digest": "sha256:11"},
+    "faults": [{"id": "f1", "kind": "joint_frame", "target": "/a/j"}],
+    "checks": [{"id": "f1-joint.frame", "fault": "f1", "family": "joint", "measure": "frame", "target": "/a/j",
+                "input_error": {"position_m": 0.1, "axis_deg": "inf"}}],
+}
+
+
+def broken(path, value):
+    d = copy.deepcopy(GOOD)
+    node = d
+    for key in path[:-1]:
+        node = node[key]
+    if value is KeyError:
+        del node[path[-1]]
+    else:
+        node[path[-1]] = value
+    return d
+
+
+def test_good_profile_loads_with_defaults():
+    p = profile_from_json(GOOD)
+    assert p.checks[0].input_error["axis_deg"] == float("inf")
+    assert p.tolerances["joint_position_m"] > 0
+    assert p.targeted == {"/a/j"}
+
+
+def test_round_trip_through_json():
+    p = profile_from_json(GOOD)
+    assert profile_from_json(json.loads(p.dumps())) == p
+
+
+@pytest.mark.parametrize("path, value, words", [
+    (("schema",), "other", "profile.schema"),
+    (("schema_version",), 99, "schema_version"),
+    (("id",), KeyError, "missing field 'id'"),
+    (("reference", "digest"), 5, "profile.reference.digest"),
+    (("reference", "root_layer"), "sub/a.usda", "top level"),
+    (("faults", 0, "kind"), "melted", "unknown fault kind"),
+    (("checks", 0, "measure"), "vibes", "unknown check"),
+    (("checks", 0, "fault"), "f9", "no fault 'f9'"),
+    (("checks", 0, "input_error", "position_m"), "far", "expected a number"),
+    (("checks",), [], "at least one"),
+    (("tolerances",), {"joint_position_m": True}, "expected a number"),
+])
+def test_malformed_profile_names_the_field(path, value, words):
+    with pytest.raises(ProfileError, match=words.replace("(", r"\(").replace(")", r"\)")):
+        profile_from_json(broken(path, value))
+
+
+def test_unreadable_and_non_json_profiles(tmp_path):
+    with pytest.raises(ProfileError, match="cannot read"):
+        load_profile(tmp_path / "missing.json")
+    (tmp_path / "p.json").write_text("{not json")
+    with pytest.raises(ProfileError, match="not valid JSON"):
+        load_profile(tmp_path / "p.json")
+    (tmp_path / "n.json").write_text('{"x": NaN}')
+    with pytest.raises(ProfileError, match="not valid JSON"):
+        load_profile(tmp_path / "n.json")

@@ -1,0 +1,78 @@
+"""The outcome rules of SPEC sections 4 and 5, on synthetic test records."""
+import pytest
+
+from scoring.reward import Expected, Status, TestRecord, decide
+
+EXPECTED = Expected({
+    "check": ("f1-a", "f2-b"),
+    "validity": ("local_package",),
+    "preservation": ("body_correspondence",),
+    "objective": ("all_joints",),
+})
+
+
+def rec(kind, id_, passed, progress=None, outcome=None):
+    result = {"passed": passed, "reason": "r"}
+    if kind == "check":
+        result["progress"] = progress
+    return TestRecord(f"node::{id_}", outcome or ("passed" if passed else "failed"), kind, id_, result)
+
+
+def full(checks=((True, 1.0), (True, 1.0)), valid=True, preserved=True, objective=True):
+    return [
+        rec("check", "f1-a", *checks[0]),
+        rec("check", "f2-b", *checks[1]),
+        rec("validity", "local_package", valid),
+        rec("preservation", "body_correspondence", preserved),
+        rec("objective", "all_joints", objective),
+    ]
+
+
+def test_perfect_repair_scores_one():
+    d = decide(full(), EXPECTED)
+    assert d.status is Status.GRADED and d.authored_usd == 1.0 and d.objective_success
+
+
+def test_half_repair_is_half_fraction_and_capped_without_objective():
+    d = decide(full(checks=((True, 1.0), (False, 0.5)), objective=False), EXPECTED)
+    assert d.targeted_repair_fraction == 0.5
+    assert d.targeted_semantic_score == 0.75
+    assert d.authored_usd == pytest.approx(0.625)
+
+
+def test_cap_applies_only_above_099():
+    d = decide(full(objective=False), EXPECTED)
+    assert d.authored_usd == 0.99 and d.objective_success is False
+
+
+def test_invalid_submission_scores_zero_whatever_the_checks():
+    d = decide(full(valid=False), EXPECTED)
+    assert d.status is Status.INVALID and d.authored_usd == 0.0
+
+
+def test_preservation_failure_scores_zero():
+    d = decide(full(preserved=False), EXPECTED)
+    assert d.status is Status.PRESERVATION_FAILED and d.authored_usd == 0.0
+
+
+def test_missing_required_test_is_partial_without_reward():
+    d = decide(full()[1:], EXPECTED)
+    assert d.status is Status.PARTIAL and d.authored_usd is None and d.missing == ["check:f1-a"]
+
+
+def test_errored_test_is_infrastructure_error():
+    records = full()
+    records[0] = TestRecord("node::f1-a", "error", None, None, None, "RuntimeError: boom")
+    d = decide(records, EXPECTED)
+    assert d.status is Status.INFRASTRUCTURE_ERROR and "boom" in d.infrastructure_error and d.authored_usd == 0.0
+
+
+def test_crashed_worker_failure_without_result_is_infrastructure_error():
+    records = full()
+    records[2] = TestRecord("node::local_package", "failed", None, None, None, "worker 'gw0' crashed while running")
+    assert decide(records, EXPECTED).status is Status.INFRASTRUCTURE_ERROR
+
+
+def test_case_error_wins():
+    d = decide(full(), EXPECTED, case_error="DigestMismatch: reference/ changed")
+    assert d.status is Status.INFRASTRUCTURE_ERROR and "DigestMismatch" in d.infrastructure_error

@@ -1,0 +1,94 @@
+"""Build equivalent and hostile variants of a package for the verifier's own tests."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+from pxr import Sdf, Usd
+
+from profiles.inject import root_layer_of
+
+
+def copy_package(src: Path, dst: Path) -> Path:
+    if dst.exists():
+        shutil.rmtree(dst)
+    shutil.copytree(src, dst, symlinks=True)
+    return dst
+
+
+def flatten(src: Path, dst: Path) -> Path:
+    """One single-layer package with the same composed stage (and the same non-USD files)."""
+    root = root_layer_of(src)
+    stage = Usd.Stage.Open(str(root), Usd.Stage.LoadAll)
+    text = stage.Flatten().ExportToString()
+    # Flatten anchors asset paths to absolute ones: make them package-relative again.
+    text = text.replace("@" + str(src.resolve()) + "/", "@./")
+    dst.mkdir(parents=True)
+    for path in src.rglob("*"):
+        if path.is_file() and path.suffix.lower() not in (".usd", ".usda", ".usdc"):
+            target = dst / path.relative_to(src)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, target)
+    (dst / f"{root.stem}_flat.usda").write_text(text)
+    return dst
+
+
+def rename_namespace(src: Path, dst: Path, renames: dict[str, str]) -> Path:
+    """Flatten, then rename prims (whole path components) everywhere they are named."""
+    flatten(src, dst)
+    flat = root_layer_of(dst)
+    text = flat.read_text()
+    for old, new in renames.items():
+        text = re.sub(rf'(?<=[/"]){re.escape(old)}(?=[/">\]\s])', new, text)
+    flat.unlink()
+    (dst / "renamed.usda").write_text(text)
+    return dst
+
+
+def _layer_with_strongest_spec(stage: Usd.Stage, prim_path: str, attribute: str) -> Sdf.Layer:
+    attr = stage.GetPrimAtPath(prim_path).GetAttribute(attribute)
+    return attr.GetPropertyStack()[0].layer
+
+
+def _sublayering_parent(package: Path, layer: Sdf.Layer) -> tuple[Sdf.Layer, int]:
+    for path in sorted(package.rglob("*.usd*")):
+        parent = Sdf.Layer.FindOrOpen(str(path))
+        for i, sub in enumerate(parent.subLayerPaths):
+            if os.path.realpath(os.path.join(path.parent, sub)) == os.path.realpath(layer.realPath):
+                return parent, i
+    raise LookupError(f"no layer of {package} sublayers {layer.identifier}")
+
+
+def repair_in_sublayer(package: Path, reference: Path, prim_path: str, attribute: str, stronger: bool) -> None:
+    """Author the reference's value of one attribute in a new sublayer next to the faulty layer.
+
+    stronger=False puts it just after (weaker than) the layer holding the fault: the
+    composed stage keeps the fault. stronger=True puts it just before: the fix wins.
+    """
+    ref_stage = Usd.Stage.Open(str(root_layer_of(reference)), Usd.Stage.LoadAll)
+    value = ref_stage.GetPrimAtPath(prim_path).GetAttribute(attribute).Get()
+    stage = Usd.Stage.Open(str(root_layer_of(package)), Usd.Stage.LoadAll)
+    faulty = _layer_with_strongest_spec(stage, prim_path, attribute)
+    parent, index = _sublayering_parent(package, faulty)
+    # In a subfolder: a second USD file at the package's top would be a second root layer.
+    repair_path = Path(parent.realPath).parent / "repairs" / "repair.usda"
+    repair_path.parent.mkdir(exist_ok=True)
+    repair = Sdf.Layer.CreateNew(str(repair_path))
+    spec = Sdf.CreatePrimInLayer(repair, prim_path)
+    spec.specifier = Sdf.SpecifierOver
+    type_name = stage.GetPrimAtPath(prim_path).GetAttribute(attribute).GetTypeName()
+    Sdf.AttributeSpec(spec, attribute, type_name).default = value
+    repair.Save()
+    paths = list(parent.subLayerPaths)
+    paths.insert(index if stronger else index + 1, "./repairs/repair.usda")
+    parent.subLayerPaths = paths
+    parent.Save()
+
+
+def add_outside_sublayer(package: Path, outside_file: Path, absolute: bool) -> None:
+    root = Sdf.Layer.FindOrOpen(str(root_layer_of(package)))
+    path = str(outside_file.resolve()) if absolute else os.path.relpath(outside_file, package)
+    root.subLayerPaths.append(path)
+    root.Save()
