@@ -42,7 +42,9 @@ Rules
     value-clip layers, in every variant; also whatever
     ``Sdf.Layer.GetCompositionAssetDependencies()`` reports) opens with
     ``Sdf.Layer.FindOrOpen`` and *every authored value in it can be read*
-    (metadata, attribute defaults and time samples).  Reading every value is
+    (attribute defaults and time samples, metadata, list ops; only scalar
+    enum/bool/token fields such as ``specifier`` are skipped, they are inlined
+    in crate files and cannot be oversized).  Reading every value is
     deliberate: a crafted ``.usdc`` can claim a huge array length for any
     attribute, and reading it later inside the grading process would allocate
     gigabytes; here it fails inside a memory-capped worker.  A ``.usdz`` is
@@ -85,21 +87,45 @@ Rules
 Isolation
 ---------
 All USD work runs in a fresh Python subprocess (this file, loaded under a
-private module name) with ``RLIMIT_AS`` (see :func:`default_worker_memory`),
-``RLIMIT_CORE=0``, a bounded ``RLIMIT_FSIZE``, ``PXR_WORK_THREAD_LIMIT=2`` and
+private module name; ~0.25 s of start-up, mostly importing pxr) with
+``RLIMIT_AS`` (see :func:`default_worker_memory`), ``RLIMIT_CORE=0``, a
+bounded ``RLIMIT_FSIZE`` and ``RLIMIT_CPU``, ``PXR_WORK_THREAD_LIMIT=2`` and
 ``MALLOC_ARENA_MAX=2`` (so the address-space cap does not depend on the
 machine's core count), and a wall-clock timeout after which its process group
-is killed.  A crash (e.g. SIGSEGV on a corrupt crate), a timeout or a memory
-failure becomes a failed ``layers_parse`` naming the layer that was being
-read.  USD's diagnostics go to the worker's stderr (a temp file) and are
-quoted in reasons, never printed by the caller.  Measured on usd-core 26.11:
-a 789-byte crate whose compressed ``float[] points`` claims 3e9 elements
-makes an uncapped process allocate ~11.5 GB and spend ~35 s; a Vec3f array
-claiming 1e9 elements inside a ``.usdz`` (read through pread, not mmap) also
-allocates ~11.5 GB.  Plain ``.usdc`` files on disk are memory-mapped and USD
-rejects out-of-range zero-copy arrays immediately.  Under the cap each fails in
-milliseconds.  The cap still permits allocations up to the cap, so a claim
-just below it costs that much memory *in the worker*, never in the caller.
+is killed.  A crash, a timeout or a memory failure becomes a failed
+``layers_parse`` naming the layer being read.  USD's diagnostics go to the
+worker's stderr (a temp file outside the package) and are quoted in reasons,
+never printed by the caller.  usd-core 26.11, measured:
+
+* A 789-byte crate whose LZ4-compressed ``float[] points`` claims 3e9
+  elements makes an uncapped process allocate ~11.5 GB and spend ~35 s before
+  failing (an ``int[]`` claim: ~23 GB).  Uncompressed arrays in a ``.usdc`` on
+  disk are memory-mapped and an out-of-range count is rejected at once
+  ("Zero-copy data range out-of-bounds").  Inside a ``.usdz`` the same holds
+  only when the member's data is 4-byte aligned; an unaligned member is read
+  through a copy and a Vec3f array claiming 1e9 elements allocates ~11.5 GB
+  (12-31 s).  Under the cap each fails in milliseconds ("Corrupt asset ...
+  exception thrown unpacking a value").  The cap still lets a claim just below
+  it allocate that much, but in the worker, never in the caller.
+* A 329 KB ``.usda`` with 20,000 nested prims crashes the text parser with
+  SIGSEGV (stack overflow).  In-process that would kill the grading session.
+* Some corrupt crates make ``Sdf.Layer.FindOrOpen`` return ``None`` with no
+  diagnostic at all.  A ``.usdz`` that is not a zip also returns ``None``
+  silently (hence the zipfile pre-check).  A deflated ``.usdz`` raises
+  "compressed files are not supported".  Random bytes raise "Sdf crate
+  bootstrap section corrupt".  An empty ``.usda`` raises "is not a valid usda
+  layer".  A self-sublayering layer opens fine (Sdf does not compose), so the
+  cycle is detected here.
+* A cap that is too tight (600 MB) makes USD segfault rather than raise.  The
+  default cap leaves room for that (python + libusd map ~1.0 GB).
+* An exception raised in a ``Layer.Traverse`` callback does not stop the
+  traversal; it is re-raised for every remaining path.
+
+Symlinks: allowed when they resolve (``os.path.realpath``) to a regular file
+or a directory inside the package; a symlink that resolves outside, dangles or
+loops, or points at anything else fails ``resource_limits``.  The walk never
+follows them, so a link to ``/dev/zero`` or a directory loop costs nothing.
+The submission folder itself must not be a symlink.
 
 If the worker cannot start or cannot import ``pxr`` that is the verifier's
 fault, not the submission's: the report then carries ``infrastructure_error``
