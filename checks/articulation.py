@@ -45,5 +45,5 @@ def roots(cmp: Comparison, target: str):
 MEASURES = {"roots": roots}
 
 
-def targets(reference) -> list[str]:
+def targets(reference, measure: str | None = None) -> list[str]:
     return [WHOLE_ASSET]

@@ -37,5 +37,5 @@ MEASURES = {"state": state, "hierarchy": hierarchy}
 BODY_CHECKS = ("state", "hierarchy")
 
 
-def targets(reference) -> list[str]:
+def targets(reference, measure: str | None = None) -> list[str]:
     return list(reference.bodies)

@@ -207,5 +207,5 @@ MEASURES = {
 JOINT_CHECKS = ("existence", "graph", "frame", "range", "state")
 
 
-def targets(reference) -> list[str]:
+def targets(reference, measure: str | None = None) -> list[str]:
     return list(reference.joints)

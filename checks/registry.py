@@ -1,18 +1,20 @@
 """The check families by name, and the one way to run a check.
 
 Adding a family: write its module (MEASURES: name -> pure measure function,
-targets(reference) -> every target the objective gates cover) and list it here
+targets(reference, measure) -> every target the objective gates cover) and list it here
 and in profiles/vocabulary.py. Nothing else changes.
 """
 from __future__ import annotations
 
-from . import articulation, bodies, joints
+from . import articulation, bodies, collision, geometry, joints
 from .measurement import Comparison, Measurement, Unmeasured, grade
 
 FAMILIES = {
     "joint": joints,
     "body": bodies,
     "articulation": articulation,
+    "geometry": geometry,
+    "collision": collision,
 }
 
 
@@ -21,7 +23,7 @@ def measure(
 ) -> Measurement:
     module = FAMILIES[family]
     check_id = check_id or f"{family}.{name}:{target}"
-    if target not in module.targets(cmp.reference):
+    if target not in module.targets(cmp.reference, name):
         result = Unmeasured(f"the reference has no {family} {target}")
     else:
         result = module.MEASURES[name](cmp, target)

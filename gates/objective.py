@@ -4,17 +4,33 @@ All must pass to lift the 0.99 cap. Each gate lists what failed.
 """
 from __future__ import annotations
 
-from checks import articulation, bodies, joints
+from typing import Callable
+
+from checks import articulation, joints
 from checks.measurement import Comparison, Measurement
-from checks.registry import measure
+from checks.registry import FAMILIES, measure
 
 from .results import GateResult, from_failures
 
 OBJECTIVE_GATES = ("all_joints", "all_bodies", "articulation_preserved", "composition_complete")
 
+# What `all_bodies` runs, over every target each measure has in the reference.
+BODY_FAMILIES = (
+    ("body", ("state", "hierarchy")),
+    ("geometry", ("placement", "shape")),
+    ("collision", ("coverage", "free_space")),
+)
 
-def measure_all(cmp: Comparison, family: str, names: tuple[str, ...], targets: list[str]) -> list[Measurement]:
-    return [measure(cmp, family, name, target) for target in targets for name in names]
+
+def measure_all(cmp: Comparison, family: str, names: tuple[str, ...],
+                keep: Callable[[str], bool] = lambda target: True) -> list[Measurement]:
+    module = FAMILIES[family]
+    return [
+        measure(cmp, family, name, target)
+        for name in names
+        for target in module.targets(cmp.reference, name)
+        if keep(target)
+    ]
 
 
 def failed(measurements: list[Measurement]) -> list[str]:
@@ -26,13 +42,14 @@ def all_joints(cmp: Comparison) -> GateResult:
     failures = []
     if len(cmp.candidate.joints) != len(cmp.reference.joints):
         failures.append(f"joint count {len(cmp.candidate.joints)} != reference {len(cmp.reference.joints)}")
-    failures += failed(measure_all(cmp, "joint", joints.JOINT_CHECKS, joints.targets(cmp.reference)))
+    failures += failed(measure_all(cmp, "joint", joints.JOINT_CHECKS))
     return from_failures("all_joints", failures, f"all {len(cmp.reference.joints)} joints pass", "joint failures")
 
 
 def all_bodies(cmp: Comparison) -> GateResult:
     failures = [f"extra body {p}" for p in cmp.match.extra_bodies]
-    failures += failed(measure_all(cmp, "body", bodies.BODY_CHECKS, bodies.targets(cmp.reference)))
+    for family, names in BODY_FAMILIES:
+        failures += failed(measure_all(cmp, family, names))
     return from_failures("all_bodies", failures, f"all {len(cmp.reference.bodies)} bodies pass", "body failures")
 
 

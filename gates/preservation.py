@@ -6,7 +6,7 @@ except the counting gates, which bound the candidate by the input.
 """
 from __future__ import annotations
 
-from checks import bodies, joints
+from checks import joints
 from checks.measurement import Comparison
 from profiles.schema import Profile
 
@@ -16,8 +16,9 @@ from .results import GateResult, from_failures
 DOF = {"revolute": 1, "prismatic": 1, "spherical": 3, "fixed": 0, "distance": 5, "d6": None, "custom": None}
 
 
-def healthy(targets: list[str], profile: Profile) -> list[str]:
-    return [t for t in targets if t not in profile.targeted]
+def healthy(profile: Profile):
+    """A predicate: is this reference element untargeted by every fault?"""
+    return lambda target: target not in profile.targeted
 
 
 def body_correspondence(cmp: Comparison, profile: Profile) -> GateResult:
@@ -30,7 +31,7 @@ def body_correspondence(cmp: Comparison, profile: Profile) -> GateResult:
 
 def degrees_of_freedom(cmp: Comparison, profile: Profile) -> GateResult:
     failures = []
-    for target in healthy(joints.targets(cmp.reference), profile):
+    for target in filter(healthy(profile), joints.targets(cmp.reference)):
         ref = cmp.reference.joints[target]
         cand_path = cmp.match.joints.get(target)
         cand = cmp.candidate.joints.get(cand_path) if cand_path else None
@@ -44,13 +45,26 @@ def degrees_of_freedom(cmp: Comparison, profile: Profile) -> GateResult:
 
 
 def healthy_joints(cmp: Comparison, profile: Profile) -> GateResult:
-    failures = failed(measure_all(cmp, "joint", joints.JOINT_CHECKS, healthy(joints.targets(cmp.reference), profile)))
+    failures = failed(measure_all(cmp, "joint", joints.JOINT_CHECKS, healthy(profile)))
     return from_failures("healthy_joints", failures, "every healthy joint passes its joint checks", "healthy joint failures")
 
 
 def healthy_body_properties(cmp: Comparison, profile: Profile) -> GateResult:
-    failures = failed(measure_all(cmp, "body", ("state",), healthy(bodies.targets(cmp.reference), profile)))
+    failures = failed(measure_all(cmp, "body", ("state",), healthy(profile)))
     return from_failures("healthy_body_properties", failures, "healthy bodies keep their state", "body property changes")
+
+
+def retained_visible_components(cmp: Comparison, profile: Profile) -> GateResult:
+    """No healthy visible part deleted, hidden (unmatched) or reshaped."""
+    failures = failed(measure_all(cmp, "geometry", ("shape",), healthy(profile)))
+    return from_failures("retained_visible_components", failures,
+                         f"all {len(cmp.reference.components)} healthy visible components retained", "component losses")
+
+
+def collision_support(cmp: Comparison, profile: Profile) -> GateResult:
+    """No healthy body loses (removes, disables, shrinks) its collision."""
+    failures = failed(measure_all(cmp, "collision", ("coverage",), healthy(profile)))
+    return from_failures("collision_support", failures, "healthy bodies keep their collision", "collision losses")
 
 
 def composition_errors(cmp: Comparison, profile: Profile) -> GateResult:
@@ -79,6 +93,8 @@ GATES = {
     "degrees_of_freedom": degrees_of_freedom,
     "healthy_joints": healthy_joints,
     "healthy_body_properties": healthy_body_properties,
+    "retained_visible_components": retained_visible_components,
+    "collision_support": collision_support,
     "composition_errors": composition_errors,
     "joint_count": joint_count,
 }

@@ -35,8 +35,9 @@ def checks_for(faults: list[Fault]) -> list[tuple[Fault, str, str]]:
 def build_profile(case_id: str, reference: Path, input_: Path, faults: list[Fault], tolerances: dict | None = None,
                   sampling: dict | None = None, limits: dict | None = None, version: str = "1") -> Profile:
     tolerances = {**DEFAULT_TOLERANCES, **(tolerances or {})}
+    sampling = {**DEFAULT_SAMPLING, **(sampling or {})}
     ref_root, in_root = root_layer_of(reference), root_layer_of(input_)
-    ref_snap, in_snap = read_snapshot(ref_root), read_snapshot(in_root)
+    ref_snap, in_snap = read_snapshot(ref_root, sampling), read_snapshot(in_root, sampling)
     match = correspond(ref_snap, in_snap, DEFAULT_CORRESPONDENCE["max_body_cost"], DEFAULT_CORRESPONDENCE["max_joint_cost"])
     cmp = Comparison(ref_snap, in_snap, match, tolerances)
     specs = []
@@ -52,7 +53,7 @@ def build_profile(case_id: str, reference: Path, input_: Path, faults: list[Faul
         id=case_id, version=version, scoring_version=SCORING_VERSION,
         reference=_record(reference, ref_root), input=_record(input_, in_root),
         faults=tuple(faults), checks=tuple(specs), tolerances=tolerances,
-        sampling={**DEFAULT_SAMPLING, **(sampling or {})}, limits=dict(limits or {}),
+        sampling=sampling, limits=dict(limits or {}),
         correspondence=dict(DEFAULT_CORRESPONDENCE),
         input_state={"joint_count": len(in_snap.joints), "composition_errors": len(in_snap.composition_errors)},
     )

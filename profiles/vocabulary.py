@@ -1,8 +1,8 @@
 """The words a profile may use: fault kinds, the checks each one selects, tolerances.
 
 A fault kind names what was broken; its checks are (family, measure) pairs run
-on the fault's target. Target kinds: "joint" and "body" are reference prim
-paths, "asset" is the whole asset ("*").
+on the fault's target. Target kinds: "joint", "body" and "component" (a
+visible gprim) are reference prim paths, "asset" is the whole asset ("*").
 """
 from __future__ import annotations
 
@@ -40,8 +40,18 @@ FAULT_KINDS = {k.name: k for k in [
               "the articulation root removed, moved to an invalid prim or duplicated"),
     FaultKind("body_state", "body", (("body", "state"),),
               "a rigid body disabled or made kinematic"),
-    FaultKind("body_hierarchy", "body", (("body", "hierarchy"),),
-              "a rigid body re-parented under another body"),
+    FaultKind("component_moved", "component", (("geometry", "placement"),),
+              "a visible part translated or rotated"),
+    FaultKind("component_reshaped", "component", (("geometry", "shape"),),
+              "a visible part scaled or its points corrupted"),
+    FaultKind("collision_removed", "body", (("collision", "coverage"),),
+              "the body's colliders lose their CollisionAPI"),
+    FaultKind("collision_disabled", "body", (("collision", "coverage"),),
+              "the body's colliders have collisionEnabled = false"),
+    FaultKind("collider_shrunk", "body", (("collision", "coverage"),),
+              "a collider (not itself visible) scaled down"),
+    FaultKind("collision_over_approximated", "body", (("collision", "free_space"),),
+              "a mesh collider's approximation switched to one that fills free space"),
 ]}
 
 DEFAULT_TOLERANCES = {
@@ -50,7 +60,14 @@ DEFAULT_TOLERANCES = {
     "limit_angle_deg": 0.5,
     "limit_linear_m": 1e-3,
     "drive_relative": 0.01,
+    "geometry_position_m": 1e-3,
+    "geometry_angle_deg": 0.5,
+    "geometry_shape_m": 1e-3,
+    "geometry_area_relative": 0.01,
+    "collision_margin_m": 1e-3,
+    "collision_coverage": 0.02,
+    "collision_free_space": 0.05,
 }
 
-DEFAULT_SAMPLING = {"seed": 0, "surface_samples": 2048}
+DEFAULT_SAMPLING = {"seed": 0, "surface_samples": 1024, "free_space_samples": 512}
 DEFAULT_CORRESPONDENCE = {"max_body_cost": 1.25, "max_joint_cost": 1.25}

@@ -33,13 +33,16 @@ def _read(path: Path) -> dict | None:
         return None
 
 
-def run_grade(case: Path, submission: Path, out: Path, extra_args: tuple[str, ...] = (), timeout: float | None = None) -> RunResult:
+def run_grade(case: Path, submission: Path, out: Path, extra_args: tuple[str, ...] = (), timeout: float | None = None,
+              env: dict | None = None) -> RunResult:
+    """`env` is merged into the child's environment (e.g. PYTHONPATH for a test plugin)."""
     command = [
         sys.executable, "-m", "pytest", "checks",
         "--case", str(case), "--submission", str(submission), "--out", str(out),
         "-q", "-p", "no:cacheprovider", *extra_args,
     ]
-    env = dict(os.environ)
-    env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
-    proc = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout, env=env)
+    child_env = dict(os.environ)
+    child_env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
+    child_env.update(env or {})
+    proc = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout, env=child_env)
     return RunResult(proc.returncode, _read(Path(out) / GRADE_FILE), _read(Path(out) / REWARD_FILE), proc.stdout, proc.stderr)

@@ -23,6 +23,10 @@ from profiles.schema import CheckSpec
 from stage_snapshot.correspondence import correspond
 from stage_snapshot.read import StageOpenError, read_snapshot
 
+class VerifierFault(Exception):
+    """The verifier could not do its work: an infrastructure error, never a score."""
+
+
 # The candidate must also compose and read; checked after the file-level rules.
 STAGE_RULE = "stage_reads"
 VALIDITY_RULES = tuple(RULES) + (STAGE_RULE,)
@@ -41,10 +45,13 @@ class GradingSession:
             raise CaseError(f"malformed profile limits: {error}") from error
         self.validity = check_submission(submission, limits)
         self._lap("validity", start)
+        if self.validity.infrastructure_error:
+            # The validity worker itself failed (could not start, no pxr): our fault, not the agent's.
+            raise VerifierFault(f"validity gate could not run: {self.validity.infrastructure_error}")
 
         start = time.perf_counter()
         try:
-            self.reference = read_snapshot(self.case.reference_root_layer)
+            self.reference = read_snapshot(self.case.reference_root_layer, profile.sampling)
         except StageOpenError as error:
             raise CaseError(f"the reference does not open: {error}") from error
         self._lap("reference_snapshot", start)
@@ -54,7 +61,7 @@ class GradingSession:
         if self.validity.valid:
             start = time.perf_counter()
             try:
-                self.candidate = read_snapshot(self.validity.root_layer)
+                self.candidate = read_snapshot(self.validity.root_layer, profile.sampling)
                 self.stage_rule = GateResult(
                     STAGE_RULE, True, f"composed: {len(self.candidate.bodies)} bodies, {len(self.candidate.joints)} joints"
                 )

@@ -21,7 +21,7 @@ differ in where their geometry is, which the costs see.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
@@ -46,6 +46,10 @@ class Correspondence:
     extra_joints: tuple[str, ...]
     body_costs: dict[str, float]         # cost of each reference body's match (inf when unmatched)
     joint_costs: dict[str, float]
+    components: dict[str, str | None] = field(default_factory=dict)   # visible components, within matched bodies
+    extra_components: tuple[str, ...] = ()
+    colliders: dict[str, str | None] = field(default_factory=dict)    # colliders, within matched bodies
+    extra_colliders: tuple[str, ...] = ()
 
     def candidate_body(self, reference_body: str | None) -> str | None:
         """World maps to world; an unmatched body maps to a marker that equals no candidate body."""
@@ -135,4 +139,49 @@ def correspond(
         joint_costs[ref_joints[r].path] = float(cost[r, c])
     matched = set(joints.values())
     extra_joints = tuple(j.path for j in cand_joints if j.path not in matched)
-    return Correspondence(bodies, joints, extra_bodies, extra_joints, body_costs, joint_costs)
+    match = Correspondence(bodies, joints, extra_bodies, extra_joints, body_costs, joint_costs)
+    components, extra_components = _within_bodies(
+        reference.components, candidate.components, match, size, part_cost, max_body_cost
+    )
+    colliders, extra_colliders = _within_bodies(
+        reference.colliders, candidate.colliders, match, size, collider_cost, max_body_cost
+    )
+    return replace(match, components=components, extra_components=extra_components,
+                   colliders=colliders, extra_colliders=extra_colliders)
+
+
+def part_cost(ref, cand, size: float) -> float:
+    """Visible components: where the surface is, how much of it, what kind of prim."""
+    where = _capped(spatial.distance(ref.centroid, cand.centroid) / (DISTANCE_SCALE * size))
+    amount = _capped(abs(math.log((ref.area + 1e-12) / (cand.area + 1e-12))))
+    kind = 0.0 if ref.type == cand.type else 0.25
+    return where + amount + kind + (0.0 if ref.name == cand.name else NAME_TIE_BREAK)
+
+
+def collider_cost(ref, cand, size: float) -> float:
+    where = _capped(spatial.distance(ref.centroid, cand.centroid) / (DISTANCE_SCALE * size))
+    if math.isfinite(ref.volume) and math.isfinite(cand.volume):
+        amount = _capped(abs(math.log((ref.volume + 1e-12) / (cand.volume + 1e-12))))
+    else:
+        amount = 0.0 if ref.volume == cand.volume else 1.0
+    kind = 0.0 if ref.shape == cand.shape else 0.25
+    return where + amount + kind + (0.0 if ref.name == cand.name else NAME_TIE_BREAK)
+
+
+def _within_bodies(ref_parts: dict, cand_parts: dict, match: Correspondence, size: float, cost_fn, bound: float):
+    """Match parts body by body (static parts, body None, with static parts)."""
+    result = {path: None for path in ref_parts}
+    by_body: dict = {}
+    for part in ref_parts.values():
+        by_body.setdefault(part.body, ([], []))[0].append(part)
+    wanted = {match.candidate_body(b): b for b in by_body}
+    for part in cand_parts.values():
+        if part.body in wanted:
+            by_body[wanted[part.body]][1].append(part)
+    for refs, cands in by_body.values():
+        cost = np.array([[cost_fn(r, c, size) for c in cands] for r in refs]).reshape(len(refs), len(cands))
+        for r, c in _assign(cost, bound):
+            result[refs[r].path] = cands[c].path
+    matched = set(result.values())
+    extras = tuple(p for p in cand_parts if p not in matched)
+    return result, extras

@@ -649,3 +649,19 @@ def split_placement_and_shape(reference_points, candidate_points, tolerance: flo
         "unaligned": surface_agreement(ref, cand, tol),
         "tolerance": tol,
     }
+
+
+def fit_corresponding(reference_points, candidate_points) -> dict:
+    """Rigid fit of point sets whose rows correspond (same seed, same triangles).
+
+    Exact Kabsch: `rotation_deg` and `translation_m` of candidate ~ R @ reference + t,
+    and the mean distance left after the fit (`residual_m`, the shape change).
+    """
+    ref, cand = _as_points(reference_points), _as_points(candidate_points)
+    r, t = _kabsch(ref, cand)
+    moved = ref @ r.T + t
+    return {
+        "rotation_deg": rotation_angle_deg(r),
+        "translation_m": float(np.linalg.norm(moved.mean(axis=0) - ref.mean(axis=0))),
+        "residual_m": float(np.linalg.norm(moved - cand, axis=1).mean()),
+    }

@@ -7,7 +7,8 @@ profile; comparisons between stages never rely on them (see correspondence.py).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 Vec3 = tuple[float, float, float]
 Quat = tuple[float, float, float, float]  # (w, x, y, z), unit length
@@ -110,6 +111,40 @@ class ArticulationRoot:
 
 
 @dataclass(frozen=True)
+class VisualComponent:
+    """A visible gprim (default or render purpose, not invisible), in world space.
+
+    `samples` are seeded, area-weighted surface points; two gprims with the same
+    triangles get the same seed, so an unchanged or only-moved part yields
+    corresponding samples (see parts.py).
+    """
+
+    path: str
+    name: str
+    body: str | None           # the rigid body that owns it, None for static scenery
+    type: str                  # Mesh, Cube, Sphere, Capsule, ...
+    triangle_count: int
+    area: float                # m^2
+    centroid: Vec3
+    samples: Any = field(compare=False, repr=False)   # (n, 3) float64 numpy array, metres
+    material: Any = None       # materials.VisualMaterial (the bound one, or the display colour)
+
+
+@dataclass(frozen=True)
+class Collider:
+    path: str
+    name: str
+    body: str | None
+    enabled: bool              # physics:collisionEnabled
+    shape: str                 # prim type, e.g. "Capsule", "Mesh"
+    approximation: str | None  # mesh approximation token
+    volume: float              # m^3 of the solid as the simulator sees it (inf for planes)
+    centroid: Vec3
+    solid: Any = field(compare=False, repr=False)     # colliders.Solid (contains(points)), or None
+    material: Any = None       # materials.PhysicsMaterial or None
+
+
+@dataclass(frozen=True)
 class StageSnapshot:
     root_layer: str
     meters_per_unit: float
@@ -120,3 +155,14 @@ class StageSnapshot:
     articulation_roots: tuple[ArticulationRoot, ...]
     composition_errors: tuple[str, ...]
     size: float                # characteristic size of the asset (m): normalizes distances in costs
+    components: dict[str, VisualComponent] = field(default_factory=dict)
+    colliders: dict[str, Collider] = field(default_factory=dict)
+    mass: dict[str, Any] = field(default_factory=dict)           # body -> mass.MassProperties | None
+    free_space: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    # body -> (n, 3) samples of empty space inside the body's bounds that its own colliders leave free
+
+    def body_components(self, body: str | None) -> list[VisualComponent]:
+        return [c for c in self.components.values() if c.body == body]
+
+    def body_colliders(self, body: str | None) -> list[Collider]:
+        return [c for c in self.colliders.values() if c.body == body]

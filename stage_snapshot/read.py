@@ -15,6 +15,7 @@ from pathlib import Path
 from pxr import Gf, Sdf, Tf, Usd, UsdGeom, UsdPhysics
 
 from . import spatial
+from .parts import read_parts
 from .model import ArticulationRoot, Body, BodyShape, Drive, Joint, Limit, Pose, StageSnapshot
 
 JOINT_TYPES = {
@@ -45,11 +46,12 @@ def open_stage(root_layer: str | Path) -> Usd.Stage:
     return stage
 
 
-def read_snapshot(root_layer: str | Path) -> StageSnapshot:
-    return snapshot(open_stage(root_layer), str(root_layer))
+def read_snapshot(root_layer: str | Path, sampling: dict | None = None) -> StageSnapshot:
+    return snapshot(open_stage(root_layer), str(root_layer), sampling)
 
 
-def snapshot(stage: Usd.Stage, root_layer: str = "") -> StageSnapshot:
+def snapshot(stage: Usd.Stage, root_layer: str = "", sampling: dict | None = None) -> StageSnapshot:
+    """Read everything the checks measure. `sampling` (profile: seed, sample counts) seeds surface samples."""
     mpu = UsdGeom.GetStageMetersPerUnit(stage)
     kgpu = UsdPhysics.GetStageKilogramsPerUnit(stage)
     parsed = UsdPhysics.UsdPhysicsLoadStageFromPrimRange(stage, [Sdf.Path.absoluteRootPath])
@@ -84,6 +86,7 @@ def snapshot(stage: Usd.Stage, root_layer: str = "") -> StageSnapshot:
     articulations = _descriptors(parsed, UsdPhysics.ObjectType.Articulation)
     roots = _articulation_roots(stage, articulations, body_paths, joints)
     errors = tuple(sorted(str(e).strip() for e in stage.GetCompositionErrors()))
+    components, colliders, masses, free_space = read_parts(stage, body_paths, mpu, kgpu, sampling or {})
 
     return StageSnapshot(
         root_layer=str(root_layer),
@@ -95,6 +98,10 @@ def snapshot(stage: Usd.Stage, root_layer: str = "") -> StageSnapshot:
         articulation_roots=roots,
         composition_errors=errors,
         size=_characteristic_size(bodies),
+        components=components,
+        colliders=colliders,
+        mass=masses,
+        free_space=free_space,
     )
 
 

@@ -92,3 +92,67 @@ def add_outside_sublayer(package: Path, outside_file: Path, absolute: bool) -> N
     path = str(outside_file.resolve()) if absolute else os.path.relpath(outside_file, package)
     root.subLayerPaths.append(path)
     root.Save()
+
+
+# --- hostile submissions (tests/test_hostile_submissions.py) --------------------
+
+def author_in_root_layer(package: Path, edit) -> None:
+    """Call edit(stage) with the root layer as edit target, then save the root layer.
+
+    The root layer's local opinions are the package's strongest, so whatever edit()
+    authors is what the composed stage shows.
+    """
+    stage = Usd.Stage.Open(str(root_layer_of(package)), Usd.Stage.LoadAll)
+    stage.SetEditTarget(Usd.EditTarget(stage.GetRootLayer()))
+    edit(stage)
+    stage.GetRootLayer().Save()
+
+
+def remove_prim_everywhere(package: Path, prim_path: str) -> None:
+    """Delete every spec of a prim (and so its subtree) in every layer of the package."""
+    from profiles.inject import remove_prim
+
+    stage = Usd.Stage.Open(str(root_layer_of(package)), Usd.Stage.LoadAll)
+    dirty: set = set()
+    remove_prim(stage.GetPrimAtPath(prim_path), dirty)
+    for layer in dirty:
+        layer.Save()
+
+
+def remove_api_schema(package: Path, prim_path: str, schema: str) -> None:
+    """Delete an applied API schema with a list-op edit in the prim's strongest local spec."""
+    from profiles.inject import set_api_schemas
+
+    stage = Usd.Stage.Open(str(root_layer_of(package)), Usd.Stage.LoadAll)
+    dirty: set = set()
+    set_api_schemas(stage.GetPrimAtPath(prim_path), schema, None, dirty)
+    for layer in dirty:
+        layer.Save()
+
+
+def crate_claiming_points(path: Path, real: int, claimed: int) -> None:
+    """A small .usdc Mesh </M> whose compressible float[] points claims `claimed` elements."""
+    import struct
+
+    from pxr import Vt
+
+    layer = Sdf.Layer.CreateNew(str(path))
+    prim = Sdf.PrimSpec(layer, "M", Sdf.SpecifierDef, "Mesh")
+    attr = Sdf.AttributeSpec(prim, "points", Sdf.ValueTypeNames.FloatArray)
+    attr.default = Vt.FloatArray([float(i % 7) for i in range(real)])
+    layer.Save()
+    del layer, prim, attr
+    data = path.read_bytes()
+    needle = struct.pack("<Q", real)
+    assert needle in data, "array count not found in crate"
+    path.write_bytes(data.replace(needle, struct.pack("<Q", claimed)))
+
+
+def write_usdz(path: Path, members: dict[str, str | bytes]) -> None:
+    """A .usdz (zip, members stored uncompressed) holding the given members in order."""
+    import zipfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
