@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from stage_snapshot import colliders as solids
+from stage_snapshot import parts
 
 from .measurement import Comparison, Component, Unmeasured, boolean
 
@@ -51,8 +52,8 @@ def coverage(cmp: Comparison, target: str):
 
 
 def free_space(cmp: Comparison, target: str):
-    empty = cmp.reference.free_space.get(target)
-    if empty is None or not len(empty):
+    empty = parts.free_space(cmp.reference, target)
+    if not len(empty):
         return Unmeasured("the reference body has no free space to keep (no collider or no visible bounds)")
     cand_solids = _solids(cmp.candidate, cmp.match.bodies.get(target))
     filled = solids.free_space_fill(empty, cand_solids) if cand_solids else 0.0

@@ -15,6 +15,7 @@ from stage_snapshot.model import Joint
 from .measurement import Comparison, Component, boolean, log_ratio
 
 SINGLE_AXIS = ("revolute", "prismatic")
+UNSIGNED_DOFS = ("cone", "distance")
 MISSING = math.inf
 
 
@@ -124,7 +125,9 @@ def range_(cmp: Comparison, target: str):
     sign = _direction(ref, cand, swapped)
     cand_limits = {}
     for limit in cand.limits:
-        lower, upper = (limit.lower, limit.upper) if sign > 0 else (-limit.upper, -limit.lower)
+        # Cone half-angles and distances are magnitudes: swapping the bodies leaves them as they are.
+        signed = limit.dof not in UNSIGNED_DOFS
+        lower, upper = (limit.lower, limit.upper) if sign > 0 or not signed else (-limit.upper, -limit.lower)
         cand_limits[_dof_key(ref, limit.dof)] = (lower, upper)
     for limit in ref.limits:
         key = _dof_key(ref, limit.dof)

@@ -6,7 +6,7 @@ and in profiles/vocabulary.py. Nothing else changes.
 """
 from __future__ import annotations
 
-from . import articulation, bodies, collision, geometry, joints
+from . import articulation, bodies, collision, composition, geometry, joints, mass, materials
 from .measurement import Comparison, Measurement, Unmeasured, grade
 
 FAMILIES = {
@@ -15,6 +15,9 @@ FAMILIES = {
     "articulation": articulation,
     "geometry": geometry,
     "collision": collision,
+    "mass": mass,
+    "material": materials,
+    "composition": composition,
 }
 
 

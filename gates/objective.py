@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from checks import articulation, joints
+from checks import articulation, joints, mass, materials
 from checks.measurement import Comparison, Measurement
 from checks.registry import FAMILIES, measure
 
@@ -19,6 +19,8 @@ BODY_FAMILIES = (
     ("body", ("state", "hierarchy")),
     ("geometry", ("placement", "shape")),
     ("collision", ("coverage", "free_space")),
+    ("mass", mass.MASS_CHECKS),   # unmeasured where the reference establishes nothing
+    ("material", materials.MATERIAL_CHECKS),
 )
 
 

@@ -6,7 +6,7 @@ except the counting gates, which bound the candidate by the input.
 """
 from __future__ import annotations
 
-from checks import joints
+from checks import joints, mass
 from checks.measurement import Comparison
 from profiles.schema import Profile
 
@@ -19,6 +19,20 @@ DOF = {"revolute": 1, "prismatic": 1, "spherical": 3, "fixed": 0, "distance": 5,
 def healthy(profile: Profile):
     """A predicate: is this reference element untargeted by every fault?"""
     return lambda target: target not in profile.targeted
+
+
+def healthy_parts(profile: Profile, cmp: Comparison):
+    """Like healthy, but a fault on a visible component also touches the body that owns it.
+
+    Moving or reshaping a part that is also a collider changes that body's
+    collision and mass: the fault's own checks pay for that, not preservation.
+    """
+    touched = set(profile.targeted)
+    for target in profile.targeted:
+        component = cmp.reference.components.get(target)
+        if component is not None and component.body is not None:
+            touched.add(component.body)
+    return lambda target: target not in touched
 
 
 def body_correspondence(cmp: Comparison, profile: Profile) -> GateResult:
@@ -51,7 +65,10 @@ def healthy_joints(cmp: Comparison, profile: Profile) -> GateResult:
 
 def healthy_body_properties(cmp: Comparison, profile: Profile) -> GateResult:
     failures = failed(measure_all(cmp, "body", ("state",), healthy(profile)))
-    return from_failures("healthy_body_properties", failures, "healthy bodies keep their state", "body property changes")
+    # Established mass properties only: where the reference authors nothing they are unmeasured.
+    failures += failed(measure_all(cmp, "mass", mass.MASS_CHECKS, healthy_parts(profile, cmp)))
+    return from_failures("healthy_body_properties", failures, "healthy bodies keep their state and established mass",
+                         "body property changes")
 
 
 def retained_visible_components(cmp: Comparison, profile: Profile) -> GateResult:
@@ -63,7 +80,7 @@ def retained_visible_components(cmp: Comparison, profile: Profile) -> GateResult
 
 def collision_support(cmp: Comparison, profile: Profile) -> GateResult:
     """No healthy body loses (removes, disables, shrinks) its collision."""
-    failures = failed(measure_all(cmp, "collision", ("coverage",), healthy(profile)))
+    failures = failed(measure_all(cmp, "collision", ("coverage",), healthy_parts(profile, cmp)))
     return from_failures("collision_support", failures, "healthy bodies keep their collision", "collision losses")
 
 

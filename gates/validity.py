@@ -186,6 +186,8 @@ _TEST_FAULT_ENV = "USD_VALIDITY_TEST_FAULT"
 
 # Ar's notion of a URI scheme: a letter followed by letters, digits, + - . then ':'.
 _SCHEME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
+# Prefix of the resolve() problem for an anchored path to a file the package lacks.
+MISSING_INSIDE = "missing file ("
 _UDIM = "<UDIM>"
 
 
@@ -728,11 +730,15 @@ def _check(submission: Any, limits: ResourceLimits, timeout_s: float | None,
     else:
         stats = out.get("dep_stats", {})
         cross = out.get("cross_check", "")
+        missing = out.get("missing_inside", [])
+        missing_note = (f"; {_n(len(missing), 'path')} name a file missing inside the package "
+                        f"(a composition error, graded by the composition checks): {missing[0]}" if missing else "")
         results["dependencies_inside"] = RuleResult(
             "dependencies_inside", True,
             f"{_n(stats.get('layer_arcs', 0), 'layer arc')} (sublayers/references/payloads/clips) and "
             f"{_n(stats.get('assets', 0), 'asset path')} ({_n(stats.get('asset_files', 0), 'distinct file')}), "
-            f"all inside the package" + (f"; {cross}" if cross else ""),
+            f"all inside the package" + (f"; {cross}" if cross else "") + missing_note,
+            _cap(missing),
         )
     return report(root_layer, layer_count)
 
@@ -1005,6 +1011,8 @@ class _Worker:
         self.layers: list[str] = []
         self.parse_errors = _Capped()
         self.dep_errors = _Capped()
+        self.missing_inside = _Capped()
+        self.missing_inside_files: set[str] = set()
         self.prims = 0
         self.points = 0
         self.budget: dict | None = None
@@ -1174,7 +1182,7 @@ class _Worker:
                 if bare:
                     return None, ("not found next to the authoring layer; a bare name like this "
                                   "would fall back to a resolver search path, which is not allowed" + hint)
-                return None, f"missing file ({self.show(fs)} does not exist){hint}"
+                return None, f"{MISSING_INSIDE}{self.show(fs)} does not exist){hint}"
             if not stat.S_ISREG(st.st_mode):
                 return None, f"{self.show(fs)} is not a regular file"
             loc = _Loc(fs, members)
@@ -1236,6 +1244,14 @@ class _Worker:
         if not authored:
             return None
         loc, problem = self.resolve(anchor, authored, is_layer)
+        if problem and problem.startswith(MISSING_INSIDE):
+            # A file the package itself should hold but does not: not an escape, so not
+            # invalid; the stage gets a composition error (or a missing texture) that the
+            # composition checks and the preservation bound grade.
+            self.missing_inside.append(f"{self.show(anchor)}: {kind} @{_clean(authored)}@{where}: {problem}")
+            self.missing_inside_files.add(os.path.normpath(
+                os.path.join(os.path.dirname(anchor.fs), _split_package_path(authored)[0])))
+            return None
         if problem:
             self.dep_errors.append(
                 f"{self.show(anchor)}: {kind} @{_clean(authored)}@{where}: {problem}"
@@ -1497,6 +1513,7 @@ class _Worker:
             "parse_error_total": self.parse_errors.total,
             "dep_errors": list(self.dep_errors),
             "dep_error_total": self.dep_errors.total,
+            "missing_inside": list(self.missing_inside),
             "dep_stats": {
                 "layer_arcs": self.layer_arcs,
                 "assets": self.assets,
@@ -1574,11 +1591,13 @@ class _Worker:
                     f"outside the package: {_clean(path)}"
                 )
         for u in unresolved:
+            if os.path.normpath(str(u)) in self.missing_inside_files:
+                continue  # already reported as missing inside the package
             self.dep_errors.append(
                 f"{self.show(root_loc)}: UsdUtils.ComputeAllDependencies cannot resolve @{_clean(u)}@"
             )
         return (f"UsdUtils.ComputeAllDependencies agrees ({_n(len(layers), 'layer')}, "
-                f"{_n(len(assets), 'asset')}, none unresolved)")
+                f"{_n(len(assets), 'asset')}, none unresolved outside what is reported missing)")
 
 
 def _set_worker_limits(cfg: dict) -> None:

@@ -88,6 +88,11 @@ def verify_case(case: Path) -> list[str]:
         g = inp.grade or {}
         if g.get("authored_usd") != 0.0:
             problems.append(f"the unchanged input scores {g.get('authored_usd')} (status {g.get('status')}), not 0")
+        if g.get("status") != "graded":
+            # A targeted element left broken costs fault credit, never validity or preservation:
+            # an input that fails a gate would zero every partial repair too.
+            problems.append(f"the unchanged input is {g.get('status')}, not graded: "
+                            f"{g.get('reasons') or g.get('infrastructure_error')}")
         for check in g.get("checks", []):
             if check.get("passed") is not False:
                 problems.append(f"targeted check {check['id']} does not fail on the input ({check.get('details')})")

@@ -831,3 +831,9 @@ def inject(reference: Path, out: Path, faults: list[tuple[str, str]], seed: int)
         # Layers are cached by the registry: drop our edits' stage so the next fault re-reads.
         del stage
     return done
+
+
+# Component and collider injectors live in their own module (it imports the helpers above).
+from .inject_parts import PART_INJECTORS  # noqa: E402
+
+INJECTORS.update(PART_INJECTORS)

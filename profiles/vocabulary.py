@@ -52,6 +52,20 @@ FAULT_KINDS = {k.name: k for k in [
               "a collider (not itself visible) scaled down"),
     FaultKind("collision_over_approximated", "body", (("collision", "free_space"),),
               "a mesh collider's approximation switched to one that fills free space"),
+    FaultKind("mass_unit_factor", "body", (("mass", "mass"), ("mass", "inertia")),
+              "a body's mass authored in grams for kilograms (mass and inertia x1000)"),
+    FaultKind("density_misplaced", "body", (("mass", "mass"),),
+              "collider densities authored on the body instead, changing the controlling mass"),
+    FaultKind("inertia_invalid", "body", (("mass", "inertia"),),
+              "a body's diagonal inertia authored with a zero and a negative moment"),
+    FaultKind("center_of_mass_moved", "body", (("mass", "center_of_mass"),),
+              "a body's centre of mass authored 20% of its size away"),
+    FaultKind("visual_material", "component", (("material", "visual"),),
+              "a component's material binding removed or swapped for another material"),
+    FaultKind("physics_material", "body", (("material", "physics"),),
+              "the friction or restitution of a body's colliders' physics material changed"),
+    FaultKind("broken_asset_path", "asset", (("composition", "errors"),),
+              "a sublayer, reference or payload pointed at a file missing from the package"),
 ]}
 
 DEFAULT_TOLERANCES = {
@@ -67,6 +81,13 @@ DEFAULT_TOLERANCES = {
     "collision_margin_m": 1e-3,
     "collision_coverage": 0.02,
     "collision_free_space": 0.05,
+    "mass_relative": 0.01,      # |log ratio| <= log1p(.)
+    "com_m": 1e-3,              # world distance, metres
+    "inertia_relative": 0.02,   # max |log ratio| over sorted principal moments <= log1p(.)
+    "material_color": 0.02,     # max abs channel difference
+    "material_scalar": 0.02,    # abs difference
+    "density_relative": 0.01,   # physics material density, relative
+    "friction_abs": 0.01,       # friction and restitution, abs difference
 }
 
 DEFAULT_SAMPLING = {"seed": 0, "surface_samples": 1024, "free_space_samples": 512}

@@ -11,6 +11,7 @@ submission. Steps, each separate:
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass, field
 
 REWARD_CAP = 0.99
@@ -69,14 +70,22 @@ class Decision:
 
 
 def _message(test: dict) -> str:
-    for stage in ("setup", "call", "teardown"):
-        details = test.get(stage) or {}
+    """Why a test did not measure: the first crash message of a stage that did not pass.
+
+    Every key holding a stage counts (xdist files a crashed worker under "???");
+    xdist's "[gwN] linux -- Python ..." header lines are not a cause.
+    """
+    stages = [v for k, v in test.items() if isinstance(v, dict) and "outcome" in v and k not in ("metadata",)]
+    for details in stages:
+        if details.get("outcome") == "passed":
+            continue
         crash = details.get("crash") or {}
         if crash.get("message"):
             return str(crash["message"])
-        text = str(details.get("longrepr") or "").strip()
-        if text:
-            return text.splitlines()[-1]
+        lines = [l for l in str(details.get("longrepr") or "").strip().splitlines()
+                 if l.strip() and not re.match(r"\[gw\d+\] ", l)]
+        if lines:
+            return lines[-1]
     return ""
 
 

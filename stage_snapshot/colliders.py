@@ -695,16 +695,25 @@ class _HullSolid(Solid):
         self.bounds = np.stack([pts.min(axis=0), pts.max(axis=0)])
         self.volume = float(hull.volume)
         self.n_facets = len(hull.simplices)
+        # The inside-test structures are built on first use: a snapshot reads every
+        # collider, but only some of them are ever asked about points.
+        self._hull = hull
+        self._prox = self._mesh = self.equations = None
+
+    def _prepare(self):
+        hull = self._hull
         if self.n_facets <= _HULL_PLANE_LIMIT:
             self.equations = np.ascontiguousarray(hull.equations, dtype=np.float64)
             self._prox = _TriangleProximity(hull.points[hull.simplices])
-            self._mesh = None
         else:
             used, inv = np.unique(hull.simplices, return_inverse=True)
-            self._mesh = _MeshSolid(hull.points[used], inv.reshape(-1, 3), kind, approximation,
-                                    note, volume=self.volume)
+            self._mesh = _MeshSolid(hull.points[used], inv.reshape(-1, 3), self.kind, self.approximation,
+                                    self.note, volume=self.volume)
+        self._hull = None
 
     def _contains(self, pts, m):
+        if self._hull is not None:
+            self._prepare()
         if self._mesh is not None:
             return self._mesh._contains(pts, m)
         d = pts @ self.equations[:, :3].T + self.equations[:, 3]

@@ -5,7 +5,7 @@ other layer layouts), so matching is an assignment problem (scipy's
 `linear_sum_assignment`) over costs built from what the elements *are*:
 
 body cost  = placement (body origin and orientation)      in [0, 1]
-           + geometry  (where its geometry is, its extents) in [0, 1]
+           + geometry  (where its geometry sits in the body's frame, its extents) in [0, 1]
            + a small name tie-breaker
 joint cost = bodies (through the body match)                in [0, 1]
            + type                                           0 or 0.5
@@ -71,7 +71,8 @@ def body_cost(ref: Body, cand: Body, size: float) -> float:
     extents = [
         abs(math.log((a + 1e-6) / (b + 1e-6))) for a, b in zip(ref.shape.extents, cand.shape.extents)
     ]
-    geometry = _capped(spatial.distance(ref.shape.center, cand.shape.center) / scale + sum(extents) / 3.0)
+    # In the body's frame: a body that moved as a whole disagrees in placement only.
+    geometry = _capped(spatial.distance(ref.shape.local_center, cand.shape.local_center) / scale + sum(extents) / 3.0)
     return placement + geometry + (0.0 if ref.name == cand.name else NAME_TIE_BREAK)
 
 

@@ -31,13 +31,15 @@ class BodyShape:
     Used to tell bodies apart in correspondence; `extents` are the sorted edge
     lengths (metres) of the body-frame box around the body's own gprims
     (nested bodies excluded), so they do not depend on orientation conventions.
-    `center` is the world-space centre of that geometry: bodies authored at the
-    same origin (a MuJoCo ant's four legs) are told apart by where their
-    geometry is.
+    `local_center` is the centre of that geometry in the body's frame (metres):
+    bodies authored at the same origin (a MuJoCo ant's four legs) are told apart
+    by where their geometry is, and a body that moved as a whole keeps it.
+    `center` is the same point in world space, for reports.
     """
 
     extents: Vec3
     center: Vec3
+    local_center: Vec3
     gprim_count: int
     collider_count: int
 
@@ -158,8 +160,10 @@ class StageSnapshot:
     components: dict[str, VisualComponent] = field(default_factory=dict)
     colliders: dict[str, Collider] = field(default_factory=dict)
     mass: dict[str, Any] = field(default_factory=dict)           # body -> mass.MassProperties | None
+    sampling: dict = field(default_factory=dict)                 # the profile's sampling settings
     free_space: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
-    # body -> (n, 3) samples of empty space inside the body's bounds that its own colliders leave free
+    # body -> (n, 3) samples of the empty space its colliders leave in their bounds: a memo
+    # filled on first use by parts.free_space (only the reference's are ever needed)
 
     def body_components(self, body: str | None) -> list[VisualComponent]:
         return [c for c in self.components.values() if c.body == body]

@@ -57,7 +57,6 @@ def _visible(prim: Usd.Prim) -> bool:
 def read_parts(stage: Usd.Stage, body_paths: set[str], mpu: float, kgpu: float, sampling: dict):
     seed = int(sampling.get("seed", 0))
     surface_samples = int(sampling.get("surface_samples", DEFAULT_SURFACE_SAMPLES))
-    free_samples = int(sampling.get("free_space_samples", DEFAULT_FREE_SPACE_SAMPLES))
     xforms = UsdGeom.XformCache(Usd.TimeCode.Default())
     components, colliders = {}, {}
     for prim in Usd.PrimRange.Stage(stage, Usd.TraverseInstanceProxies()):
@@ -100,8 +99,20 @@ def read_parts(stage: Usd.Stage, body_paths: set[str], mpu: float, kgpu: float, 
                 material=materials.physics_material(prim, mpu, kgpu),
             )
     masses = mass.stage_mass_properties(stage, sorted(body_paths)) if body_paths else {}
-    free_space = {body: _free_space(body, colliders, free_samples, seed) for body in sorted(body_paths)}
-    return components, colliders, masses, free_space
+    return components, colliders, masses
+
+
+def free_space(snapshot, body: str) -> np.ndarray:
+    """The body's free-space samples, computed on first use and kept in the snapshot.
+
+    Only the reference's are ever needed, so a candidate snapshot never pays for them.
+    """
+    found = snapshot.free_space.get(body)
+    if found is None:
+        seed = int(snapshot.sampling.get("seed", 0))
+        count = int(snapshot.sampling.get("free_space_samples", DEFAULT_FREE_SPACE_SAMPLES))
+        found = snapshot.free_space[body] = _free_space(body, snapshot.colliders, count, seed)
+    return found
 
 
 def _free_space(body: str, colliders: dict, count: int, seed: int) -> np.ndarray:

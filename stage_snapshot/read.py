@@ -47,7 +47,11 @@ def open_stage(root_layer: str | Path) -> Usd.Stage:
 
 
 def read_snapshot(root_layer: str | Path, sampling: dict | None = None) -> StageSnapshot:
-    return snapshot(open_stage(root_layer), str(root_layer), sampling)
+    stage = open_stage(root_layer)
+    try:
+        return snapshot(stage, str(root_layer), sampling)
+    except Tf.ErrorException as error:  # USD itself refused a value of this stage
+        raise StageOpenError(f"cannot read {root_layer}: {str(error).strip()}") from error
 
 
 def snapshot(stage: Usd.Stage, root_layer: str = "", sampling: dict | None = None) -> StageSnapshot:
@@ -86,7 +90,7 @@ def snapshot(stage: Usd.Stage, root_layer: str = "", sampling: dict | None = Non
     articulations = _descriptors(parsed, UsdPhysics.ObjectType.Articulation)
     roots = _articulation_roots(stage, articulations, body_paths, joints)
     errors = tuple(sorted(str(e).strip() for e in stage.GetCompositionErrors()))
-    components, colliders, masses, free_space = read_parts(stage, body_paths, mpu, kgpu, sampling or {})
+    components, colliders, masses = read_parts(stage, body_paths, mpu, kgpu, sampling or {})
 
     return StageSnapshot(
         root_layer=str(root_layer),
@@ -101,7 +105,7 @@ def snapshot(stage: Usd.Stage, root_layer: str = "", sampling: dict | None = Non
         components=components,
         colliders=colliders,
         mass=masses,
-        free_space=free_space,
+        sampling=dict(sampling or {}),
     )
 
 
@@ -150,11 +154,13 @@ def _body_shape(body_prim, body_paths, bbox_cache, scale, mpu, collider_count) -
         world_box = world if world_box is None else Gf.Range3d.GetUnion(world_box, world)
     if box is None:
         origin = UsdGeom.Xformable(body_prim).ComputeLocalToWorldTransform(Usd.TimeCode.Default()).ExtractTranslation()
-        return BodyShape((0.0, 0.0, 0.0), tuple(c * mpu for c in origin), gprims, collider_count)
+        return BodyShape((0.0, 0.0, 0.0), tuple(c * mpu for c in origin), (0.0, 0.0, 0.0), gprims, collider_count)
     size = box.GetSize()
     extents = tuple(sorted(abs(size[i] * scale[i]) * mpu for i in range(3)))
     center = tuple(c * mpu for c in world_box.GetMidpoint())
-    return BodyShape(extents=extents, center=center, gprim_count=gprims, collider_count=collider_count)
+    local_center = tuple(box.GetMidpoint()[i] * scale[i] * mpu for i in range(3))
+    return BodyShape(extents=extents, center=center, local_center=local_center,
+                     gprim_count=gprims, collider_count=collider_count)
 
 
 def _characteristic_size(bodies: dict[str, Body]) -> float:
@@ -231,18 +237,28 @@ def _limit(dof: str, limit, scale: float) -> Limit | None:
     return Limit(dof, lower * scale if math.isfinite(lower) else lower, upper * scale if math.isfinite(upper) else upper)
 
 
+def _dof_name(dof) -> str:
+    return getattr(dof, "name", None) or str(dof).split(".")[-1]
+
+
 def _limits(desc, type_name: str, linear_scale: float, mpu: float) -> tuple[Limit, ...]:
     found = []
-    if type_name in ("revolute", "prismatic", "spherical", "distance"):
-        dof = {"revolute": "angular", "prismatic": "linear", "spherical": "cone", "distance": "distance"}[type_name]
+    if type_name in ("revolute", "prismatic", "spherical"):
+        dof = {"revolute": "angular", "prismatic": "linear", "spherical": "cone"}[type_name]
         limit = _limit(dof, desc.limit, linear_scale)
         if limit:
             found.append(limit)
+    elif type_name == "distance":
+        # The parser flags distance limits with minEnabled/maxEnabled, not limit.enabled.
+        lower = float(desc.limit.lower) * linear_scale if desc.minEnabled else -math.inf
+        upper = float(desc.limit.upper) * linear_scale if desc.maxEnabled else math.inf
+        if desc.minEnabled or desc.maxEnabled:
+            found.append(Limit("distance", lower, upper))
     elif type_name == "d6":
-        for dof, limit in desc.jointLimits:
-            name = str(dof).split(".")[-1]
-            scale = mpu if name.startswith("Trans") or name in ("TransX", "TransY", "TransZ", "Distance") else 1.0
-            parsed = _limit(name, limit, scale)
+        for pair in desc.jointLimits:  # JointLimitDOFPair: .first the axis, .second the limit
+            name = _dof_name(pair.first)
+            scale = mpu if name.startswith("Trans") or name == "Distance" else 1.0
+            parsed = _limit(name, pair.second, scale)
             if parsed:
                 found.append(parsed)
     return tuple(sorted(found, key=lambda l: l.dof))
@@ -273,9 +289,9 @@ def _drives(desc, type_name: str, mpu: float, kgpu: float) -> tuple[Drive, ...]:
         if d:
             found.append(d)
     elif type_name == "d6":
-        for dof, drive in desc.jointDrives:
-            name = str(dof).split(".")[-1]
-            d = _drive(name, drive, name.startswith("Trans"), mpu, kgpu)
+        for pair in desc.jointDrives:  # JointDriveDOFPair: .first the axis, .second the drive
+            name = _dof_name(pair.first)
+            d = _drive(name, pair.second, name.startswith("Trans"), mpu, kgpu)
             if d:
                 found.append(d)
     return tuple(sorted(found, key=lambda d: d.dof))

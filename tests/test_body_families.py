@@ -11,16 +11,15 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-import shutil
 from pathlib import Path
 
 import pytest
-from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics, UsdShade
+from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
 
 from checks import composition as composition_family
 from checks import mass as mass_family
 from checks import materials as material_family
-from checks.measurement import MAX_LOG_RATIO, Comparison, Unmeasured, grade
+from checks.measurement import MAX_LOG_RATIO, Comparison, grade
 from profiles.inject import INJECTORS, InjectionError, inject, root_layer_of
 from profiles.vocabulary import DEFAULT_TOLERANCES, FAULT_KINDS, FaultKind
 from stage_snapshot.correspondence import correspond

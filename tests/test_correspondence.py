@@ -107,6 +107,24 @@ def test_renamed_namespace_maps_every_element_to_its_renamed_counterpart(tmp_pat
     assert max(match.joint_costs.values()) <= 0.011
 
 
+def test_same_asset_in_centimetres_is_the_identity(tmp_path):
+    # metersPerUnit 0.01 and the whole asset scaled x100: the same world in SI, other stage units.
+    snap = reference("ant")
+    layer_path = flat_layer("ant", tmp_path / "pkg")
+    stage = Usd.Stage.Open(str(layer_path))
+    UsdGeom.SetStageMetersPerUnit(stage, 0.01)
+    UsdGeom.Xformable(stage.GetPrimAtPath("/ant")).AddScaleOp(opSuffix="units").Set(Gf.Vec3f(100.0, 100.0, 100.0))
+    stage.GetRootLayer().Save()
+    cand = read_snapshot(layer_path)
+    assert cand.meters_per_unit == pytest.approx(0.01)
+    for path, body in snap.bodies.items():
+        assert math.dist(cand.bodies[path].pose.position, body.pose.position) < 1e-6
+        assert cand.bodies[path].shape.extents == pytest.approx(body.shape.extents, abs=1e-6)
+    match = correspond(snap, cand)
+    assert_identity(match, snap)
+    assert max(match.body_costs.values()) < 1e-3 and max(match.joint_costs.values()) < 1e-3
+
+
 # --- re-parented, world poses kept -----------------------------------------------------------
 
 def test_reparented_under_an_extra_xform_with_world_poses_kept(tmp_path):
@@ -354,11 +372,6 @@ def test_other_joint_faults_keep_the_joint_matched(kind, target, tmp_path):
 
 # --- a moved part -------------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: stage_snapshot/correspondence.py body_cost counts a moved body twice: its origin in `placement` "
-    "and its geometry's *world* centre in `geometry`, so one moved part makes both groups disagree "
-    "(cost ~2 > max_body_cost 1.25) and the body is unmatched plus reported as an extra body, "
-    "contrary to 'one group may disagree entirely while the others agree'"))
 @pytest.mark.parametrize("offset", [0.05, 0.1])
 def test_a_moved_part_keeps_its_match(tmp_path, offset):
     # The lower front-left leg (a leaf body) translated by 6 % / 12 % of the asset's size; nothing

@@ -60,7 +60,8 @@ CAB_DRAWER = "/Cabinet/Drawer"
 CAB_DRAWER_COLLIDERS = tuple(f"/Cabinet/Drawer/Colliders/{n}" for n in ("Front", "Bottom", "Left", "Right", "Back")) + (
     "/Cabinet/Drawer/Handle",)
 
-TRACEBACK_MARKERS = ("Traceback (most recent call last)", "INTERNALERROR", "Segmentation fault", "core dumped")
+TRACEBACK_MARKERS = ("Traceback (most recent call last)", "INTERNALERROR", "Fatal Python error", "Segmentation fault",
+                     "core dumped")
 
 
 # --- the table of outcomes --------------------------------------------------------
@@ -110,7 +111,8 @@ def grade(name: str, case: Path, submission: Path, out: Path, table: list) -> Ru
         table.append((name, str(g.get("status")), "-" if reward is None else f"{reward:.4g}", first_reason(g)))
     else:
         table.append((name, "NO grade.json", "-", f"exit {r.exit_code}"))
-    tail = f"\nexit {r.exit_code}\nSTDOUT:\n{r.stdout[-4000:]}\nSTDERR:\n{r.stderr[-3000:]}"
+    err = r.stderr if len(r.stderr) <= 5000 else r.stderr[:2000] + "\n[...]\n" + r.stderr[-3000:]
+    tail = f"\nexit {r.exit_code}\nSTDOUT:\n{r.stdout[-4000:]}\nSTDERR:\n{err}"
     assert g is not None, "no grade.json" + tail
     assert g["status"] != "infrastructure_error", f"infrastructure error on a hostile input: {g.get('infrastructure_error')}" + tail
     assert r.exit_code == 0, tail
@@ -286,9 +288,8 @@ def _healthy_limits_in_radians(pkg, tmp):
     return in_root(pkg, edit)
 
 
-def _cabinet_delete_door(pkg, tmp):
-    variants.remove_prim_everywhere(pkg, CAB_DOOR)
-    return pkg
+def _cabinet_drawer_mass_x100(pkg, tmp):
+    return in_root(pkg, lambda s: s.GetPrimAtPath(CAB_DRAWER).GetAttribute("physics:mass").Set(350.0))
 
 
 def _cabinet_shrink_collider(pkg, tmp):
@@ -322,7 +323,6 @@ PRESERVATION_ATTACKS = {
     "ant_reshape_visible_part": Attack(ANT, _reshape(ANT_TIP_GEOM), "retained_visible_components",
                                        ("third_ankle_geom",)),
     # the cabinet (centimetres): geometry, collision, units
-    "cabinet_delete_door_specs": Attack(CABINET, _cabinet_delete_door, "body_correspondence", (CAB_DOOR,)),
     "cabinet_hide_shelf": Attack(CABINET, _hide(CAB_SHELF), "retained_visible_components", ("Shelf",)),
     "cabinet_top_purpose_guide": Attack(CABINET, _guide(CAB_TOP), "retained_visible_components", ("Top",)),
     "cabinet_reshape_door_panel": Attack(CABINET, _reshape(CAB_PANEL), "retained_visible_components", ("Panel",)),
@@ -331,8 +331,10 @@ PRESERVATION_ATTACKS = {
     "cabinet_drawer_collision_api_removed": Attack(CABINET, _collision_api_removed(CAB_DRAWER_COLLIDERS),
                                                    "collision_support", (CAB_DRAWER,)),
     "cabinet_door_collider_shrunk": Attack(CABINET, _cabinet_shrink_collider, "collision_support", (CAB_DOOR,)),
-    "cabinet_root_layer_says_metres": Attack(CABINET, _cabinet_in_metres, "retained_visible_components",
-                                             ("Shelf",)),
+    "cabinet_drawer_mass_x100": Attack(CABINET, _cabinet_drawer_mass_x100, "healthy_body_properties",
+                                       (CAB_DRAWER, "mass.mass")),
+    "cabinet_root_layer_says_metres": Attack(CABINET, _cabinet_in_metres, "body_correspondence",
+                                             ("/Cabinet/Carcass", "/Cabinet/Door", "/Cabinet/Drawer")),
 }
 
 
@@ -372,11 +374,6 @@ def _sublayer_the_answer(pkg, tmp):
     # The broken input, with the case's own intact physics layer sublayered on top:
     # if it were followed, both faults would be "repaired".
     add_sublayer(pkg, str(ANT / "reference" / "Payload" / "Physics.usda"), strongest=True)
-    return pkg
-
-
-def _reference_the_answer(pkg, tmp):
-    add_to_root_text(pkg, f'def Xform "Answer" (\n    prepend references = @{ANT / "reference" / "ant.usda"}@\n)\n{{\n}}')
     return pkg
 
 
@@ -429,8 +426,6 @@ def _http_reference(pkg, tmp):
 PATH_ATTACKS = {
     "ant_input_sublayers_case_reference_absolute": PathAttack(
         ANT, "input", _sublayer_the_answer, "dependencies_inside", ("absolute", "reference/Payload/Physics.usda")),
-    "ant_input_references_case_reference_absolute": PathAttack(
-        ANT, "input", _reference_the_answer, "dependencies_inside", ("absolute", "reference/ant.usda")),
     "cabinet_texture_absolute_outside": PathAttack(
         CABINET, "reference", _absolute_texture_outside, "dependencies_inside", ("absolute", "outside/wood.png")),
     "ant_sublayer_dotdot_outside": PathAttack(
@@ -631,7 +626,7 @@ def test_lowered_limits_still_let_the_reference_score_one(low_limit_case, tmp_pa
     submission = copy_of(low_limit_case, "reference", tmp_path)
     r = grade("low_limits_control_reference", low_limit_case, submission, tmp_path / "out", outcome_table)
     assert r.grade["status"] == "graded" and r.reward == {"authored_usd": 1.0}, r.grade["reasons"]
-    assert "limits: 2000 files" in r.grade["validity"]["resource_limits"]["reason"]
+    assert "limits: 200 prims, 10 points" in r.grade["validity"]["resource_limits"]["reason"]
 
 
 def _mesh_points(pkg: Path) -> None:
@@ -652,3 +647,58 @@ def test_past_the_profile_limits_is_invalid(name, build, words, low_limit_case, 
     build(submission)
     r = grade(name, low_limit_case, submission, tmp_path / "out", outcome_table)
     assert_rejected(r, "invalid", "resource_limits", words)
+
+
+# --- hostile inputs the verifier mishandles (strict xfail: each is a verifier bug) -----------
+
+def _stage_metres_per_unit(value: float):
+    def build(pkg, tmp):
+        layer = Sdf.Layer.FindOrOpen(str(root_of(pkg)))
+        layer.pseudoRoot.SetInfo("metersPerUnit", value)
+        layer.Save()
+        return pkg
+    return build
+
+
+@pytest.mark.parametrize("name, value", [
+    pytest.param("cabinet_metres_per_unit_0", 0.0, marks=pytest.mark.xfail(strict=True, reason=(
+        "BUG: metersPerUnit 0 reaches stage_snapshot/read.py _drive (stiffness / length with length = mpu): "
+        "ZeroDivisionError in the grading fixture, infrastructure_error, exit 3"))),
+    pytest.param("cabinet_metres_per_unit_negative", -0.01, marks=pytest.mark.xfail(strict=True, reason=(
+        "BUG: a negative metersPerUnit gives negative body extents; stage_snapshot/correspondence.py body_cost "
+        "takes math.log of a negative ratio: ValueError, infrastructure_error, exit 3"))),
+    pytest.param("cabinet_metres_per_unit_1e300", 1e300, marks=pytest.mark.xfail(strict=True, reason=(
+        "BUG: metersPerUnit 1e300 makes world coordinates ~1e300; scipy ConvexHull in stage_snapshot/colliders.py "
+        "hull_solid (the convexHull Handle collider) segfaults the grading process: no grade.json, no reward.json"))),
+])
+def test_non_physical_stage_units_are_not_an_infrastructure_error(name, value, tmp_path, outcome_table):
+    """A units attack that no honest repair would make: rejected or preservation-failed, reward 0, never a crash."""
+    submission = _stage_metres_per_unit(value)(copy_of(CABINET, "reference", tmp_path), tmp_path)
+    r = grade(name, CABINET, submission, tmp_path / "out", outcome_table)
+    assert r.reward == {"authored_usd": 0.0}
+    assert r.grade["status"] in ("invalid", "preservation_failed") and r.grade["reasons"], r.grade["reasons"]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "BUG: a file whose name is not UTF-8 crashes scoring/report.py candidate_digest -> profiles/digest.py "
+    "tree_digest (f'F {rel}'.encode() raises UnicodeEncodeError on the surrogate-escaped name; only OSError is "
+    "caught) inside pytest_sessionfinish: no grade.json, no reward.json, exit 1 with a traceback"))
+def test_file_name_that_is_not_utf8(tmp_path, outcome_table):
+    submission = copy_of(ANT, "reference", tmp_path)
+    with open(os.path.join(os.fsencode(submission), b"notes_\xff\xfe.txt"), "wb") as fh:
+        fh.write(b"agent notes")
+    r = grade("ant_reference_plus_non_utf8_file_name", ANT, submission, tmp_path / "out", outcome_table)
+    # A stray file is harmless: graded as the repair it holds (or, if the verifier chooses, invalid).
+    assert r.grade["status"] in ("graded", "invalid")
+    assert r.reward["authored_usd"] in (0.0, 1.0)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "BUG: stage_snapshot/spatial.py normalized() turns a non-finite quaternion into the identity, so a healthy "
+    "joint whose physics:localRot0 is NaN (UsdPhysics reports a NaN orientation) measures as the identity and "
+    "passes healthy_joints/all_joints wherever the reference rotation is the identity: reward 1.0"))
+def test_healthy_joint_rotation_nan_fails_preservation(tmp_path, outcome_table):
+    submission = in_root(copy_of(ANT, "reference", tmp_path), lambda s: s.GetPrimAtPath(ANT_HIP_3).GetAttribute(
+        "physics:localRot0").Set(Gf.Quatf(float("nan"), 0.0, 0.0, 0.0)))
+    r = grade("ant_healthy_joint_rotation_nan", ANT, submission, tmp_path / "out", outcome_table)
+    assert_rejected(r, "preservation_failed", "healthy_joints", ("hip_3",))

@@ -89,13 +89,6 @@ def test_package_changed_after_freezing_is_a_digest_mismatch(case, submission, t
     assert not any(c.get("passed") for c in r.grade["checks"])  # nothing was measured
 
 
-def test_file_added_to_reference_is_a_digest_mismatch_under_xdist(case, submission, tmp_path):
-    (case / "reference" / "notes.txt").write_text("not part of the frozen package\n")
-    out = tmp_path / "out"
-    r = grade(case, submission, out, "-n", "2")
-    assert_infrastructure_error(r, out, "digest", "reference")
-
-
 def _bad_json(profile_path: Path) -> str:
     profile_path.write_text(profile_path.read_text()[:-40])
     return "not valid JSON"
@@ -115,20 +108,13 @@ def _missing_field(profile_path: Path) -> str:
     return "missing field 'target'"
 
 
-def _missing_checks(profile_path: Path) -> str:
-    d = json.loads(profile_path.read_text())
-    del d["checks"]
-    profile_path.write_text(json.dumps(d))
-    return "missing field 'checks'"
-
-
-@pytest.mark.parametrize("breaker", [_bad_json, _unknown_fault_kind, _missing_field, _missing_checks],
-                         ids=["bad_json", "unknown_fault_kind", "missing_fault_target", "missing_checks"])
+@pytest.mark.parametrize("breaker", [_bad_json, _unknown_fault_kind, _missing_field],
+                         ids=["bad_json", "unknown_fault_kind", "missing_fault_target"])
 def test_malformed_profile_is_an_infrastructure_error(case, submission, tmp_path, breaker):
     reason = breaker(case / "profile.json")
     out = tmp_path / "out"
     r = grade(case, submission, out)
-    cause = assert_infrastructure_error(r, out, "profile", reason)
+    assert_infrastructure_error(r, out, "profile", reason)
     assert r.grade["checks"] == []  # no profile, no checks to report
 
 
@@ -137,12 +123,6 @@ def test_case_without_input_folder(case, submission, tmp_path):
     out = tmp_path / "out"
     r = grade(case, submission, out)
     assert_infrastructure_error(r, out, "missing input")
-
-
-def test_case_folder_that_does_not_exist(tmp_path, submission):
-    out = tmp_path / "out"
-    r = grade(tmp_path / "no_such_case", submission, out)
-    assert_infrastructure_error(r, out, "does not exist")
 
 
 # --- the verifier breaks while grading ---------------------------------------------------
@@ -198,25 +178,11 @@ def test_crashed_xdist_worker_is_an_infrastructure_error(crashed_worker_run):
     assert "all_joints" in cause
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: scoring/reward.py _message() reads only the setup/call/teardown stages of the json-report test; "
-    "xdist reports a crashed worker under the stage '???', and setup's longrepr is xdist's "
-    "'[gwN] linux -- Python ...' header, so the cause names the platform instead of the crash"))
 def test_crashed_xdist_worker_cause_names_the_crash(crashed_worker_run):
     r, out = crashed_worker_run
     cause = r.grade["infrastructure_error"]
     assert "crashed" in cause.lower(), cause
     assert "linux -- python" not in cause.lower(), cause
-
-
-def test_crash_plugin_is_harmless_in_a_serial_run(case, submission, tmp_path):
-    # The control: same plugin, no workers, an ordinary full grade.
-    args, env = plugin(tmp_path, "usdgrade_crash_worker", CRASH_PLUGIN)
-    out = tmp_path / "out"
-    r = grade(case, submission, out, *args, env=env)
-    assert r.exit_code == 0, debug(r)
-    assert r.grade["status"] == "graded" and r.reward == FALLBACK
-    assert_only_outputs(out, "grade.json", "reward.json")
 
 
 def test_check_that_raises_instead_of_measuring(case, submission, tmp_path):
@@ -242,9 +208,6 @@ def test_check_that_raises_in_a_worker(raised_in_worker_run):
     assert_infrastructure_error(r, out, "f2-joint.state")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: scoring/reward.py _message() takes the first stage with any longrepr; under xdist every report's "
-    "setup stage carries the '[gwN] linux -- Python ...' header, so the exception never reaches the cause"))
 def test_check_that_raises_in_a_worker_cause_names_the_exception(raised_in_worker_run):
     r, out = raised_in_worker_run
     cause = r.grade["infrastructure_error"]
@@ -253,14 +216,12 @@ def test_check_that_raises_in_a_worker_cause_names_the_exception(raised_in_worke
 
 # --- where outputs go ----------------------------------------------------------------------
 
-@pytest.mark.parametrize("where", ["child", "nested", "itself", "symlink"])
+@pytest.mark.parametrize("where", ["child", "itself", "symlink"])
 def test_out_inside_the_submission_is_a_usage_error(case, submission, tmp_path, where):
     before = tree_digest(submission)
     listing = sorted(str(p.relative_to(submission)) for p in submission.rglob("*"))
     if where == "child":
         out = submission / "out"
-    elif where == "nested":
-        out = submission / "Payload" / "results"
     elif where == "itself":
         out = submission
     else:

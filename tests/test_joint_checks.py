@@ -606,10 +606,6 @@ def _cabinet_with(tmp_path: Path, name: str, define, swapped: bool = False):
     return save_and_read(root, stage)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: stage_snapshot/read.py _limits()/_drives() unpack `for dof, limit in desc.jointLimits` (and "
-    "jointDrives), but usd-core yields JointLimitDOFPair/JointDriveDOFPair objects (.first/.second): "
-    "TypeError, so any stage with a D6 (generic PhysicsJoint with LimitAPI/DriveAPI) cannot be read"))
 def test_d6_joint_limits_and_drives_are_read_in_si(tmp_path):
     def define(stage):
         joint = UsdPhysics.Joint.Define(stage, "/Cabinet/Joints/Generic")
@@ -632,10 +628,6 @@ def test_d6_joint_limits_and_drives_are_read_in_si(tmp_path):
     assert drive.dof == "TransX" and drive.target_position == pytest.approx(0.1)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: stage_snapshot/read.py _limits() keeps a distance joint's limit only when desc.limit.enabled, "
-    "but the UsdPhysics parser leaves that False and reports minEnabled/maxEnabled instead: a distance "
-    "joint's min/max are never read, so the range check passes whatever they are"))
 def test_distance_joint_limits_are_read_and_checked(tmp_path):
     def define(max_distance):
         def make(stage):
@@ -669,10 +661,6 @@ def test_spherical_joint_reference_against_itself(tmp_path):
         assert run(cmp, name, "/Cabinet/Joints/Ball").passed is True, name
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: checks/joints.py _direction() returns -1 for any swapped non-single-axis joint, so range_() "
-    "negates and swaps a spherical joint's cone angles (30, 20) -> (-20, -30); cone half-angles are "
-    "magnitudes that do not change when body0 and body1 are swapped"))
 def test_spherical_joint_with_bodies_swapped_passes_range(tmp_path):
     ref = _cabinet_with(tmp_path, "ref", _spherical)
     cand = _cabinet_with(tmp_path, "cand", _spherical, swapped=True)

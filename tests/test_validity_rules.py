@@ -378,8 +378,8 @@ CASES: dict[str, Case] = {
     "file_url": Case(_file_url, "dependencies_inside", ("root.usda", "file:///etc/robot.usda", "URL")),
     "search_path_name": Case(_search_path_name, "dependencies_inside",
                              ("root.usda", "@shared_parts.usda@", "search path")),
-    "missing_variant_payload": Case(_missing_variant_payload, "dependencies_inside",
-                                    ("root.usda", "./payloads/high.usda", "{lod=high}", "missing")),
+    # A file missing *inside* the package is not an escape: valid, and graded as a composition error.
+    "missing_variant_payload": Case(_missing_variant_payload, None),
     "texture_escape": Case(_texture_escape, "dependencies_inside",
                            ("root.usda", "textures/../../outside/stolen.png", "/M/Tex.inputs:file",
                             "escapes the package")),
@@ -476,6 +476,17 @@ def test_offence_fails_the_specific_rule(outcomes: _Cache, name: str) -> None:
     for later in report.rules[index + 1:]:
         assert not later.passed or later.rule == "dependencies_inside"
     assert out.seconds < 20
+
+
+def test_missing_file_inside_the_package_is_valid_and_named(outcomes: _Cache) -> None:
+    out = outcomes.get("missing_variant_payload")
+    assert out.error is None
+    report = out.report
+    assert report.valid, json.dumps(report.to_json(), indent=1)
+    rule = report.rule("dependencies_inside")
+    text = _text(rule)
+    for needle in ("root.usda", "./payloads/high.usda", "{lod=high}", "missing inside the package"):
+        assert needle in text, f"{needle!r} not in {text}"
 
 
 def test_clean_package_passes_every_rule(outcomes: _Cache) -> None:
