@@ -20,12 +20,12 @@ def tree_digest(root: str | os.PathLike) -> str:
             rel = os.path.relpath(full, root).replace(os.sep, "/")
             info = os.lstat(full)
             if stat.S_ISLNK(info.st_mode):
-                h.update(f"L {rel}\0{os.readlink(full)}\0".encode())
+                h.update(b"L " + os.fsencode(rel) + b"\0" + os.fsencode(os.readlink(full)) + b"\0")
                 continue
             if not stat.S_ISREG(info.st_mode):  # a FIFO or device would block or never end: name it only
-                h.update(f"O {rel}\0".encode())
+                h.update(b"O " + os.fsencode(rel) + b"\0")
                 continue
-            h.update(f"F {rel}\0".encode())
+            h.update(b"F " + os.fsencode(rel) + b"\0")  # bytes: names need not be UTF-8
             with open(full, "rb") as f:
                 while chunk := f.read(CHUNK):
                     h.update(chunk)

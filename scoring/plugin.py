@@ -130,11 +130,16 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         case_error = "pytest-json-report produced no report (is the plugin installed and enabled?)"
     if case_error is None and exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR):
         case_error = f"pytest ended with {pytest.ExitCode(exitstatus).name} (collection error, crash or interrupt)"
-    records = records_from_report(json_report or {})
-    expected = state.expected() if state.case else Expected({})
-    decision = decide(records, expected, case_error)
+    try:
+        records = records_from_report(json_report or {})
+        expected = state.expected() if state.case else Expected({})
+        decision = decide(records, expected, case_error)
+        grade = report.build(decision, records, state, time.time() - state.started)
+    except Exception as error:  # a scoring fault: still an explicit, numeric infrastructure error
+        records = []
+        decision = decide([], Expected({}), f"scoring failed: {type(error).__name__}: {error}")
+        grade = report.build(decision, records, state, time.time() - state.started)
     write_reward, exit_code = OUTCOMES[decision.status]
-    grade = report.build(decision, records, state, time.time() - state.started)
     outputs.write_json(state.out / outputs.GRADE_FILE, grade)
     if write_reward:
         outputs.write_json(state.out / outputs.REWARD_FILE, {"authored_usd": decision.authored_usd})

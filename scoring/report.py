@@ -28,8 +28,8 @@ def candidate_digest(folder) -> dict:
         if not os.path.isdir(folder):
             return {"digest": None, "reason": "not a folder"}
         return {"digest": tree_digest(folder), "bytes": total}
-    except OSError as error:
-        return {"digest": None, "reason": f"cannot read: {error}"}
+    except Exception as error:  # an odd submission must not stop the report from being written
+        return {"digest": None, "reason": f"cannot hash: {type(error).__name__}: {error}"}
 
 
 def build(decision: Decision, records: list[TestRecord], state, elapsed: float) -> dict:

@@ -40,6 +40,8 @@ KINDS = ("check", "validity", "preservation", "objective")
 
 @dataclass(frozen=True)
 class TestRecord:
+    __test__ = False  # a record of a test, not a test class
+
     nodeid: str
     outcome: str                # passed | failed | error | skipped | xfailed ...
     kind: str | None            # one of KINDS, None when the test recorded nothing

@@ -103,6 +103,8 @@ def joint_cost(ref: Joint, cand: Joint, match: Correspondence, size: float) -> f
 def _assign(cost: np.ndarray, bound: float) -> list[tuple[int, int]]:
     if cost.size == 0:
         return []
+    # NaN (a NaN pose or axis in a hostile candidate) is no match, never an exception.
+    cost = np.where(np.isfinite(cost), cost, bound + 1e6)
     rows, cols = linear_sum_assignment(cost)
     return [(r, c) for r, c in zip(rows, cols) if cost[r, c] <= bound]
 

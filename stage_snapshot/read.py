@@ -29,6 +29,7 @@ JOINT_TYPES = {
 }
 # A limit beyond this magnitude is the schema's "unlimited" (it authors +-inf or FLT_MAX).
 UNLIMITED = 1e30
+UNIT_RANGE = (1e-6, 1e6)
 BOUND_PURPOSES = [UsdGeom.Tokens.default_, UsdGeom.Tokens.render, UsdGeom.Tokens.proxy, UsdGeom.Tokens.guide]
 
 
@@ -58,6 +59,10 @@ def snapshot(stage: Usd.Stage, root_layer: str = "", sampling: dict | None = Non
     """Read everything the checks measure. `sampling` (profile: seed, sample counts) seeds surface samples."""
     mpu = UsdGeom.GetStageMetersPerUnit(stage)
     kgpu = UsdPhysics.GetStageKilogramsPerUnit(stage)
+    for name, value in (("metersPerUnit", mpu), ("kilogramsPerUnit", kgpu)):
+        # Zero, negative or absurd units break every SI conversion (and qhull on 1e300 coordinates).
+        if not (math.isfinite(value) and UNIT_RANGE[0] <= value <= UNIT_RANGE[1]):
+            raise StageOpenError(f"{name} = {value!r} is not a physical unit (allowed {UNIT_RANGE[0]:g} to {UNIT_RANGE[1]:g})")
     parsed = UsdPhysics.UsdPhysicsLoadStageFromPrimRange(stage, [Sdf.Path.absoluteRootPath])
     body_descs = _descriptors(parsed, UsdPhysics.ObjectType.RigidBody)
     body_paths = {str(path) for path, _ in body_descs}

@@ -10,10 +10,14 @@ from .model import Pose, Quat, Vec3
 AXIS_VECTORS = {"X": (1.0, 0.0, 0.0), "Y": (0.0, 1.0, 0.0), "Z": (0.0, 0.0, 1.0)}
 
 
+NAN_QUAT = (math.nan, math.nan, math.nan, math.nan)
+
+
 def normalized(q: Quat) -> Quat:
+    """Unit quaternion; a zero or non-finite one stays NaN so that every comparison with it fails."""
     n = math.sqrt(sum(c * c for c in q))
     if n == 0.0 or not math.isfinite(n):
-        return (1.0, 0.0, 0.0, 0.0)
+        return NAN_QUAT
     return tuple(c / n for c in q)  # type: ignore[return-value]
 
 
@@ -48,11 +52,15 @@ def distance(a: Vec3, b: Vec3) -> float:
 def rotation_angle_deg(a: Quat, b: Quat) -> float:
     """Angle of the rotation taking a to b, in degrees (q and -q are the same rotation)."""
     dot = abs(sum(x * y for x, y in zip(normalized(a), normalized(b))))
+    if not math.isfinite(dot):
+        return math.nan  # min() would turn NaN into 1.0: a silent pass
     return math.degrees(2.0 * math.acos(min(1.0, dot)))
 
 
 def vector_angle_deg(u: Vec3, v: Vec3) -> float:
     nu, nv = np.linalg.norm(u), np.linalg.norm(v)
+    if not (math.isfinite(nu) and math.isfinite(nv)):
+        return math.nan
     if nu == 0.0 or nv == 0.0:
         return 180.0
     c = float(np.dot(u, v) / (nu * nv))
