@@ -40,6 +40,8 @@ FAULT_KINDS = {k.name: k for k in [
               "the articulation root removed, moved to an invalid prim or duplicated"),
     FaultKind("body_state", "body", (("body", "state"),),
               "a rigid body disabled or made kinematic"),
+    FaultKind("body_hierarchy", "body", (("body", "hierarchy"),),
+              "a rigid body nested under another body than in the reference"),
     FaultKind("component_moved", "component", (("geometry", "placement"),),
               "a visible part translated or rotated"),
     FaultKind("component_reshaped", "component", (("geometry", "shape"),),

@@ -117,3 +117,41 @@ def summary_lines(grade: dict, max_checks: int = 10) -> list[str]:
     if len(failing) > max_checks:
         lines.append(f"  ... and {len(failing) - max_checks} more failing checks")
     return lines
+
+
+def _component_line(name: str, c: dict) -> str:
+    return (f"      {name}: {_figure(c.get('error'))} (tolerance {_figure(c.get('tolerance'))}, "
+            f"input {_figure(c.get('input_error'))}; reference {c.get('reference')!r}, candidate {c.get('candidate')!r})")
+
+
+def explain_lines(grade: dict) -> list[str]:
+    """A readable account of a grade.json: the reward and how it was reached, the gates,
+    then the failing checks, least progress first."""
+    lines = [f"status: {grade.get('status')}    authored_usd: {_figure(grade.get('authored_usd'))}"]
+    if grade.get("infrastructure_error"):
+        lines.append(f"infrastructure error (not a score): {grade['infrastructure_error']}")
+    f, s = grade.get("targeted_repair_fraction"), grade.get("targeted_semantic_score")
+    if f is not None and s is not None:
+        r = 0.5 * f + 0.5 * s
+        how = f"R = 0.5 F + 0.5 S = 0.5 x {f:.4f} + 0.5 x {s:.4f} = {r:.4f}"
+        if grade.get("status") in ("invalid", "preservation_failed"):
+            how += f"; {grade['status']}: reward 0"
+        elif grade.get("objective_success") is False:
+            how += f"; an objective gate failed: capped at min(R, 0.99) = {min(r, 0.99):.4f}"
+        lines.append(how)
+    for kind in ("validity", "preservation", "objective"):
+        for name, g in ((grade.get("gates") or {}).get(kind) or {}).items():
+            lines.append(f"  {kind:<12} {'pass' if g.get('passed') else 'FAIL'}  {name}: {g.get('reason')}")
+    checks = sorted((c for c in grade.get("checks", []) if c.get("passed") is not True),
+                    key=lambda c: (c.get("progress") if c.get("progress") is not None else -1.0, c.get("id")))
+    if checks:
+        lines.append("failing checks (least progress first):")
+    for c in checks:
+        lines.append(f"  {c['id']} on {c['target']}: progress {_figure(c.get('progress'))}")
+        for name, comp in (c.get("components") or {}).items():
+            if not comp.get("passed"):
+                lines.append(_component_line(name, comp))
+    passing = [c["id"] for c in grade.get("checks", []) if c.get("passed") is True]
+    if passing:
+        lines.append("passing checks: " + ", ".join(passing))
+    return lines
