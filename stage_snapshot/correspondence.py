@@ -101,12 +101,24 @@ def joint_cost(ref: Joint, cand: Joint, match: Correspondence, size: float) -> f
 
 
 def _assign(cost: np.ndarray, bound: float) -> list[tuple[int, int]]:
-    if cost.size == 0:
+    """Minimum-cost one-to-one matching in which "no match" costs `bound` for each side.
+
+    The matrix is padded with explicit no-match options, so an element nothing fits
+    (a deleted body, a NaN pose) simply goes unmatched instead of displacing a
+    neighbour's correct match to avoid a huge entry. NaN costs are no match.
+    """
+    n, m = cost.shape
+    if n == 0 or m == 0:
         return []
-    # NaN (a NaN pose or axis in a hostile candidate) is no match, never an exception.
-    cost = np.where(np.isfinite(cost), cost, bound + 1e6)
-    rows, cols = linear_sum_assignment(cost)
-    return [(r, c) for r, c in zip(rows, cols) if cost[r, c] <= bound]
+    never = 2.0 * bound + 1.0
+    real = np.where(np.isfinite(cost) & (cost <= bound), cost, never)
+    padded = np.full((n + m, m + n), never)
+    padded[:n, :m] = real
+    padded[:n, m:][np.diag_indices(n)] = bound          # row i unmatched
+    padded[n:, :m][np.diag_indices(m)] = bound          # column j unmatched
+    padded[n:, m:] = 0.0                                 # dummy to dummy
+    rows, cols = linear_sum_assignment(padded)
+    return [(r, c) for r, c in zip(rows, cols) if r < n and c < m and real[r, c] <= bound]
 
 
 def correspond(

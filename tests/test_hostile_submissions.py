@@ -688,15 +688,11 @@ def test_healthy_joint_rotation_nan_fails_preservation(tmp_path, outcome_table):
     assert_rejected(r, "preservation_failed", "healthy_joints", ("hip_3",))
 
 
+# --- once mishandled: a NaN on a targeted joint displaced a healthy joint's match (fixed) -------
+
 ANT_ANKLE_2 = "/ant/Geometry/torso/front_right_leg/aux_2/Body/ankle_2"   # targeted by f2 (limit units)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: stage_snapshot/correspondence.py _assign maps a non-finite joint cost (the NaN axis term of a joint "
-    "whose localRot0 is NaN) to bound + 1e6, then linear_sum_assignment must still assign every row: it swaps "
-    "the NaN joint with an axis-less fixed joint (finite cost against the NaN column), both pairs exceed the "
-    "bound and are dropped, so the untouched back_leg PhysicsFixedJoint is reported missing and preservation "
-    "fails (reward 0) although only a targeted joint was left broken"))
 def test_targeted_joint_rotation_nan_costs_only_fault_credit(tmp_path, outcome_table):
     """The reference with the f2 joint's frame rotation made NaN: f2 stays broken, f1 is repaired, nothing healthy moved.
 
