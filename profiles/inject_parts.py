@@ -134,7 +134,86 @@ def collision_over_approximated(stage, target, rng, dirty) -> str:
     return f"{prim.GetPath()} approximation {current or 'none'} -> {choice}"
 
 
+
+
+def body_hierarchy(stage, target, rng, dirty) -> str:
+    """Nest a body under another body (world pose kept), or un-nest a nested one.
+
+    Namespace cannot be changed by an opinion, so the package is flattened into its
+    root layer first (the note says so); relationship targets are fixed and the
+    body's transform is recomputed so that its world pose is unchanged.
+    """
+    body = stage.GetPrimAtPath(target)
+    if not body or not body.HasAPI(UsdPhysics.RigidBodyAPI):
+        raise InjectionError(f"{target} is not a rigid body")
+    bodies = [p for p in stage.Traverse() if p.HasAPI(UsdPhysics.RigidBodyAPI)]
+    inside = {p.GetPath() for p in Usd.PrimRange(body)}
+    parent_body = next((a for a in _ancestors(body) if a.HasAPI(UsdPhysics.RigidBodyAPI)), None)
+    if parent_body is not None:
+        new_parent = parent_body.GetParent()  # un-nest: a sibling of its parent body
+    else:
+        others = sorted((p for p in bodies if p.GetPath() not in inside), key=lambda p: str(p.GetPath()))
+        if not others:
+            raise InjectionError("no other body to nest it under")
+        new_parent = others[rng.randrange(len(others))]
+    xforms = UsdGeom.XformCache()
+    world = xforms.GetLocalToWorldTransform(body)
+    parent_world = xforms.GetLocalToWorldTransform(new_parent)
+    old_path = body.GetPath()
+    new_path = new_parent.GetPath().AppendChild(body.GetName())
+    if stage.GetPrimAtPath(new_path):
+        raise InjectionError(f"{new_path} already exists")
+
+    root = stage.GetRootLayer()
+    flat = stage.Flatten()
+    edit = Sdf.BatchNamespaceEdit()
+    edit.Add(Sdf.NamespaceEdit.Reparent(old_path, new_parent.GetPath(), -1))
+    if not flat.Apply(edit):
+        raise InjectionError(f"cannot move {old_path} under {new_parent.GetPath()}")
+    _retarget(flat, old_path, new_path)
+    spec = flat.GetPrimAtPath(new_path)
+    for name in list(spec.attributes.keys()):
+        if name.startswith("xformOp:") or name == "xformOpOrder":
+            spec.RemoveProperty(spec.attributes[name])
+    local = world * parent_world.GetInverse()
+    op = Sdf.AttributeSpec(spec, "xformOp:transform", Sdf.ValueTypeNames.Matrix4d)
+    op.default = local
+    Sdf.AttributeSpec(spec, "xformOpOrder", Sdf.ValueTypeNames.TokenArray, variability=Sdf.VariabilityUniform).default = ["xformOp:transform"]
+    text = flat.ExportToString()
+    # Flatten anchors asset paths to absolute ones: make them relative to the root layer again.
+    package = root.realPath.rsplit("/", 1)[0]
+    root.ImportFromString(text.replace("@" + package + "/", "@./"))
+    root.subLayerPaths.clear()
+    dirty.add(root)
+    return f"{old_path} moved under {new_parent.GetPath()} (package flattened into its root layer)"
+
+
+def _ancestors(prim: Usd.Prim):
+    parent = prim.GetParent()
+    while parent and not parent.IsPseudoRoot():
+        yield parent
+        parent = parent.GetParent()
+
+
+def _retarget(layer: Sdf.Layer, old: Sdf.Path, new: Sdf.Path) -> None:
+    """Point every relationship target and connection under `old` at `new`."""
+    def fix(path):
+        spec = layer.GetObjectAtPath(path)
+        if isinstance(spec, Sdf.RelationshipSpec):
+            items = list(spec.targetPathList.GetAddedOrExplicitItems())
+            if any(t.HasPrefix(old) for t in items):
+                spec.targetPathList.ClearEditsAndMakeExplicit()
+                spec.targetPathList.explicitItems = [t.ReplacePrefix(old, new) if t.HasPrefix(old) else t for t in items]
+        elif isinstance(spec, Sdf.AttributeSpec):
+            items = list(spec.connectionPathList.GetAddedOrExplicitItems())
+            if any(t.HasPrefix(old) for t in items):
+                spec.connectionPathList.ClearEditsAndMakeExplicit()
+                spec.connectionPathList.explicitItems = [t.ReplacePrefix(old, new) if t.HasPrefix(old) else t for t in items]
+    layer.Traverse(Sdf.Path.absoluteRootPath, fix)
+
+
 PART_INJECTORS = {
+    "body_hierarchy": body_hierarchy,
     "component_moved": component_moved,
     "component_reshaped": component_reshaped,
     "collision_removed": collision_removed,
