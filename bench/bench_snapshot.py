@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pxr import Sdf, Usd, UsdGeom, UsdPhysics  # noqa: E402
+from pxr import Sdf, UsdGeom, UsdPhysics  # noqa: E402
 
 from bench.generate import generate  # noqa: E402
 from stage_snapshot import mass, parts  # noqa: E402

@@ -34,7 +34,6 @@ def hierarchy(cmp: Comparison, target: str):
 
 
 MEASURES = {"state": state, "hierarchy": hierarchy}
-BODY_CHECKS = ("state", "hierarchy")
 
 
 def targets(reference, measure: str | None = None) -> list[str]:

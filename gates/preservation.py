@@ -35,6 +35,19 @@ def healthy_parts(profile: Profile, cmp: Comparison):
     return lambda target: target not in touched
 
 
+def healthy_joints_of(profile: Profile, cmp: Comparison):
+    """Like healthy, but a fault on a body also touches the joints attached to it.
+
+    A disabled or kinematic body is no longer a dynamic body for the UsdPhysics
+    parser, so every joint on it changes too: the fault's checks pay for that.
+    """
+    touched = set(profile.targeted)
+    for path, joint in cmp.reference.joints.items():
+        if joint.body0 in profile.targeted or joint.body1 in profile.targeted:
+            touched.add(path)
+    return lambda target: target not in touched
+
+
 def body_correspondence(cmp: Comparison, profile: Profile) -> GateResult:
     failures = [f"reference body {r} has no candidate body" for r, c in cmp.match.bodies.items() if c is None]
     failures += [f"extra candidate body {p} (no reference body matches it)" for p in cmp.match.extra_bodies]
@@ -45,7 +58,7 @@ def body_correspondence(cmp: Comparison, profile: Profile) -> GateResult:
 
 def degrees_of_freedom(cmp: Comparison, profile: Profile) -> GateResult:
     failures = []
-    for target in filter(healthy(profile), joints.targets(cmp.reference)):
+    for target in filter(healthy_joints_of(profile, cmp), joints.targets(cmp.reference)):
         ref = cmp.reference.joints[target]
         cand_path = cmp.match.joints.get(target)
         cand = cmp.candidate.joints.get(cand_path) if cand_path else None
@@ -59,7 +72,7 @@ def degrees_of_freedom(cmp: Comparison, profile: Profile) -> GateResult:
 
 
 def healthy_joints(cmp: Comparison, profile: Profile) -> GateResult:
-    failures = failed(measure_all(cmp, "joint", joints.JOINT_CHECKS, healthy(profile)))
+    failures = failed(measure_all(cmp, "joint", joints.JOINT_CHECKS, healthy_joints_of(profile, cmp)))
     return from_failures("healthy_joints", failures, "every healthy joint passes its joint checks", "healthy joint failures")
 
 

@@ -5,7 +5,9 @@ import math
 
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
 
-from .inject import InjectionError, _asset_size_units, set_api_schemas, set_attribute
+from stage_snapshot.parts import is_visible
+
+from .inject import InjectionError, _asset_size_units, _own_colliders, set_api_schemas, set_attribute
 
 INJECTED_OP = "xformOp:{kind}:injected"
 
@@ -74,23 +76,10 @@ def _body_colliders(stage: Usd.Stage, target: str) -> list[Usd.Prim]:
     body = stage.GetPrimAtPath(target)
     if not body or not body.HasAPI(UsdPhysics.RigidBodyAPI):
         raise InjectionError(f"{target} is not a rigid body")
-    found = []
-    it = iter(Usd.PrimRange(body, Usd.TraverseInstanceProxies()))
-    for prim in it:
-        if prim != body and prim.HasAPI(UsdPhysics.RigidBodyAPI):
-            it.PruneChildren()
-            continue
-        if prim.HasAPI(UsdPhysics.CollisionAPI):
-            found.append(prim)
+    found = _own_colliders(body)
     if not found:
         raise InjectionError(f"{target} has no collider")
     return found
-
-
-def _visible(prim: Usd.Prim) -> bool:
-    imageable = UsdGeom.Imageable(prim)
-    return (imageable.ComputeVisibility() != UsdGeom.Tokens.invisible
-            and imageable.ComputePurpose() in (UsdGeom.Tokens.default_, UsdGeom.Tokens.render))
 
 
 def collision_removed(stage, target, rng, dirty) -> str:
@@ -109,7 +98,7 @@ def collision_disabled(stage, target, rng, dirty) -> str:
 
 def collider_shrunk(stage, target, rng, dirty) -> str:
     # Only a collider that is not itself a visible part: shrinking a visible one would reshape the visuals too.
-    hidden = [p for p in _body_colliders(stage, target) if not _visible(p)]
+    hidden = [p for p in _body_colliders(stage, target) if not is_visible(p)]
     if not hidden:
         raise InjectionError(f"every collider of {target} is also a visible part")
     bbox = UsdGeom.BBoxCache(Usd.TimeCode.Default(), [UsdGeom.Tokens.default_, UsdGeom.Tokens.guide, UsdGeom.Tokens.proxy, UsdGeom.Tokens.render])

@@ -608,7 +608,6 @@ def split_placement_and_shape(reference_points, candidate_points, tolerance: flo
     tol = float(tolerance)
 
     c_r, c_c = ref.mean(axis=0), cand.mean(axis=0)
-    size = float(np.linalg.norm(ref.max(axis=0) - ref.min(axis=0))) or 1.0
     e_r, e_c = _principal_axes(ref - c_r), _principal_axes(cand - c_c)
     inits = [np.eye(3)] + [e_c @ g @ e_r.T for g in _CUBE_ROTATIONS]
 

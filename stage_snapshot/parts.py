@@ -46,7 +46,8 @@ def _centroid(soup: geometry.TriangleSoup) -> tuple[float, float, float]:
     return tuple(float(c) for c in (centers * areas[:, None]).sum(axis=0) / total)
 
 
-def _visible(prim: Usd.Prim) -> bool:
+def is_visible(prim: Usd.Prim) -> bool:
+    """Rendered: not invisible (inherited visibility) and of default or render purpose."""
     imageable = UsdGeom.Imageable(prim)
     return (
         imageable.ComputeVisibility() != UsdGeom.Tokens.invisible
@@ -65,7 +66,7 @@ def read_parts(stage: Usd.Stage, body_paths: set[str], mpu: float, kgpu: float, 
         path = str(prim.GetPath())
         body = _owner(path, body_paths)
         world = xforms.GetLocalToWorldTransform(prim)
-        if _visible(prim):
+        if is_visible(prim):
             soup = geometry.prim_triangles(prim, world, mpu)
             if soup is not None and len(soup.faces):
                 components[path] = VisualComponent(
