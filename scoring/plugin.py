@@ -12,6 +12,9 @@
 """
 from __future__ import annotations
 
+import os
+import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +26,7 @@ from gates.preservation import PRESERVATION_GATES
 from profiles.case import Case, CaseError, load_case
 
 from . import outputs, report
-from .reward import OUTCOMES, Expected, decide, records_from_report
+from .reward import INFRASTRUCTURE_EXIT, OUTCOMES, Expected, decide, records_from_report
 from .session import VALIDITY_RULES, GradingSession
 
 GATES_DIR = Path(__file__).resolve().parent.parent / "gates"
@@ -39,6 +42,7 @@ class RunState:
     case_error: str | None = None
     session: GradingSession | None = None
     grade: dict | None = None
+    timer: threading.Timer | None = None
 
     def expected(self) -> Expected:
         profile = self.case.profile
@@ -58,6 +62,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--case", help="case folder: profile.json, reference/, input/")
     group.addoption("--submission", help="the candidate package folder")
     group.addoption("--out", help="output folder for reward.json and grade.json")
+    group.addoption("--time-limit", type=float, default=None,
+                    help="seconds; past it the run writes an infrastructure-error grade and exits 3 "
+                         "(set it below the harness's own verifier timeout)")
 
 
 def is_worker(config: pytest.Config) -> bool:
@@ -84,6 +91,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
     if not is_worker(config):
         outputs.remove_stale(state.out)
+        limit = config.getoption("time_limit")
+        if limit:
+            state.timer = threading.Timer(limit, _time_out, args=(state, limit))
+            state.timer.daemon = True
+            state.timer.start()
     try:
         state.case = load_case(state.case_dir)
     except CaseError as error:
@@ -118,12 +130,26 @@ def grading(request: pytest.FixtureRequest) -> GradingSession:
     return state.session
 
 
+def _time_out(state: RunState, limit: float) -> None:
+    """The run took longer than --time-limit: leave an explicit infrastructure error, not nothing."""
+    decision = decide([], Expected({}), f"time limit of {limit:g} s exceeded: the grade did not finish")
+    try:
+        outputs.write_json(state.out / outputs.GRADE_FILE, report.build(decision, [], state, time.time() - state.started))
+        outputs.write_json(state.out / outputs.REWARD_FILE, {"authored_usd": decision.authored_usd})
+    finally:
+        sys.stderr.write(f"usdgrade: {decision.infrastructure_error}\n")
+        sys.stderr.flush()
+        os._exit(INFRASTRUCTURE_EXIT)
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
     state = config.stash.get(STATE, None)
     if state is None or is_worker(config):
         return
+    if state.timer is not None:
+        state.timer.cancel()
     json_report = getattr(getattr(config, "_json_report", None), "report", None)
     case_error = state.case_error
     if case_error is None and json_report is None:
