@@ -148,3 +148,14 @@ def test_parallel_run_gives_the_serial_figures(case_id, tmp_path):
     assert parallel.exit_code == serial.exit_code == 0
     assert figures(parallel.grade) == figures(serial.grade)
     assert parallel.reward == serial.reward
+
+
+def test_same_bytes_give_the_same_report(case_id, tmp_path):
+    """Determinism: every sampler is seeded from the profile; only timings may differ."""
+    asset, faults = CASE_TABLE[case_id]
+    submission = tmp_path / "one_repair"
+    inject(ROOT / "fixtures" / "assets" / asset, submission, [(k, t) for _, k, t in faults[1:]], SEED)
+    first = grade(case_id, submission, tmp_path / "first").grade
+    second = grade(case_id, submission, tmp_path / "second").grade
+    first.pop("timings"), second.pop("timings")
+    assert first == second
