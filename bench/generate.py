@@ -10,7 +10,7 @@ import argparse
 from pathlib import Path
 
 import numpy as np
-from pxr import Gf, Usd, UsdGeom, UsdPhysics
+from pxr import Gf, Usd, UsdGeom, UsdPhysics, Vt
 
 
 def sphere_mesh(triangles: int):
@@ -31,15 +31,19 @@ def sphere_mesh(triangles: int):
     return points, counts, indices
 
 
-def generate(out: Path, bodies: int, triangles: int) -> Path:
+def generate(out: Path, bodies: int, triangles: int, fmt: str = "usda") -> Path:
+    """Write the package to `out` with root layer robot.<fmt> (usda text or usdc crate)."""
+    if fmt not in ("usda", "usdc"):
+        raise ValueError(f"format must be usda or usdc, not {fmt!r}")
     out.mkdir(parents=True, exist_ok=True)
-    root = out / "robot.usda"
+    root = out / f"robot.{fmt}"
     stage = Usd.Stage.CreateNew(str(root))
     UsdGeom.SetStageMetersPerUnit(stage, 1.0)
     UsdGeom.SetStageUpAxis(stage, UsdGeom.Tokens.z)
     robot = UsdGeom.Xform.Define(stage, "/Robot")
     stage.SetDefaultPrim(robot.GetPrim())
     points, counts, indices = sphere_mesh(max(8, triangles // bodies))
+    counts, indices = Vt.IntArray.FromNumpy(counts), Vt.IntArray.FromNumpy(indices)
     previous = None
     for i in range(bodies):
         body = UsdGeom.Xform.Define(stage, f"/Robot/Link{i:03d}")
@@ -49,9 +53,11 @@ def generate(out: Path, bodies: int, triangles: int) -> Path:
             UsdPhysics.ArticulationRootAPI.Apply(body.GetPrim())
         mesh = UsdGeom.Mesh.Define(stage, f"/Robot/Link{i:03d}/Shape")
         mesh.AddScaleOp().Set(Gf.Vec3f(0.1, 0.1, 0.1))
-        mesh.GetPointsAttr().Set([Gf.Vec3f(*map(float, p)) for p in points])
-        mesh.GetFaceVertexCountsAttr().Set(counts.tolist())
-        mesh.GetFaceVertexIndicesAttr().Set(indices.tolist())
+        # A per-body squash keeps every points array distinct (a crate file would share equal arrays).
+        squashed = points * np.array([1.0, 1.0 + 0.001 * i, 1.0])
+        mesh.GetPointsAttr().Set(Vt.Vec3fArray.FromNumpy(np.ascontiguousarray(squashed, dtype=np.float32)))
+        mesh.GetFaceVertexCountsAttr().Set(counts)
+        mesh.GetFaceVertexIndicesAttr().Set(indices)
         UsdPhysics.CollisionAPI.Apply(mesh.GetPrim())
         UsdPhysics.MeshCollisionAPI.Apply(mesh.GetPrim()).CreateApproximationAttr("convexHull")
         UsdPhysics.MassAPI.Apply(mesh.GetPrim()).CreateDensityAttr(800.0)
@@ -74,5 +80,6 @@ if __name__ == "__main__":
     parser.add_argument("out", type=Path)
     parser.add_argument("--bodies", type=int, default=60)
     parser.add_argument("--triangles", type=int, default=300_000)
+    parser.add_argument("--format", choices=("usda", "usdc"), default="usda")
     args = parser.parse_args()
-    print(generate(args.out, args.bodies, args.triangles))
+    print(generate(args.out, args.bodies, args.triangles, args.format))

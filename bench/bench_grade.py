@@ -1,0 +1,404 @@
+"""How long a full `pytest checks` grade takes, against the floor and a peer validator.
+
+    python bench/bench_grade.py [--quick] [--sizes 20x50000,50x200000] [--no-peer] [--no-dog] [--format usda]
+
+Per asset (the reference package graded as the candidate of a case):
+  grade    wall time of the operator's exact command, `python -m pytest checks ...`, in a child
+  floor    a fresh python that imports pxr, opens both stages and runs the UsdPhysics parser on both
+  peer     omniverse-asset-validator's `omni_asset_validate` on the candidate root layer (own venv in
+           /tmp/oav-venv, created on demand; "unavailable" with the reason when it cannot be installed)
+  peak     peak resident memory of the grade (/usr/bin/time -v, else getrusage of the children)
+  split    grade.json "timings": validity, reference and candidate snapshots, correspondence, total
+           (in-session), plus start-up = `python -c 'import pxr, scipy, trimesh'`
+Assets: committed suite cases (cartpole, ant, cheetah), dm_control's dog converted with the
+converter venv (/tmp/convenv) when available, and generated chains (bench/generate.py) at several
+sizes. Cases for dog and the generated assets are made on the fly: a joint_frame fault injected
+with profiles.inject, the profile built with profiles.freeze.build_profile (not self-graded).
+Last, the largest asset is graded serially and with `-n 2`.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+OAV_VENV = Path(os.environ.get("OAV_VENV", "/tmp/oav-venv"))
+CONVENV = Path(os.environ.get("CONVENV", "/tmp/convenv"))
+TIME_BIN = "/usr/bin/time"
+SUITE = [  # (label, committed case)
+    ("small:cartpole", "gen_cartpole_1"),
+    ("suite:ant", "ant_two_joint_faults"),
+    ("medium:cheetah", "gen_cheetah_1"),
+]
+FULL_SIZES = [(20, 50_000), (50, 200_000), (100, 500_000), (200, 1_000_000)]
+QUICK_SIZES = [(20, 50_000)]
+STAGES = ("validity", "reference_snapshot", "candidate_snapshot", "correspondence", "total")
+FLOOR_CODE = """
+import sys
+from pxr import Sdf, Usd, UsdPhysics
+for root in sys.argv[1:]:
+    stage = Usd.Stage.Open(root, Usd.Stage.LoadAll)
+    UsdPhysics.UsdPhysicsLoadStageFromPrimRange(stage, [Sdf.Path.absoluteRootPath])
+    del stage  # the next open reads its layers again (the grade reads the same package twice too)
+"""
+
+
+@dataclass
+class Row:
+    label: str
+    bodies: int | None = None
+    triangles: int | None = None
+    grade: float | None = None
+    floor: float | None = None
+    peer: float | None = None
+    peak_mb: float | None = None
+    split: dict = field(default_factory=dict)
+    reward: object = None
+    notes: list = field(default_factory=list)
+
+
+class ChildFailed(Exception):
+    pass
+
+
+def run_child(command: list[str], timeout: float, cwd: Path = REPO, measure_memory: bool = False,
+              env: dict | None = None) -> tuple[float, float | None, subprocess.CompletedProcess]:
+    """Run a child; return (wall seconds, peak RSS in MB or None, process). Raises ChildFailed on timeout."""
+    use_time = measure_memory and os.access(TIME_BIN, os.X_OK)
+    full = [TIME_BIN, "-v", *command] if use_time else command
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    start = time.perf_counter()
+    try:
+        proc = subprocess.run(full, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                              env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1", **(env or {})})
+    except subprocess.TimeoutExpired as error:
+        raise ChildFailed(f"timed out after {timeout:.0f} s: {' '.join(command[:4])} ...") from error
+    wall = time.perf_counter() - start
+    peak = None
+    if use_time:
+        found = re.search(r"Maximum resident set size \(kbytes\): (\d+)", proc.stderr)
+        peak = int(found.group(1)) / 1024 if found else None
+    elif measure_memory:
+        after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        # ru_maxrss of the children is a running maximum: only a new maximum is attributable.
+        peak = after / 1024 if after > before else None
+    return wall, peak, proc
+
+
+def root_layer(package: Path) -> Path:
+    from profiles.inject import root_layer_of
+    return root_layer_of(package)
+
+
+def count_geometry(root: Path) -> tuple[int, int]:
+    """(rigid bodies, triangles of meshes) of a composed stage, in this process (cheap)."""
+    from pxr import Usd, UsdGeom, UsdPhysics
+    stage = Usd.Stage.Open(str(root), Usd.Stage.LoadAll)
+    bodies = triangles = 0
+    for prim in stage.Traverse():
+        if prim.HasAPI(UsdPhysics.RigidBodyAPI):
+            bodies += 1
+        if prim.IsA(UsdGeom.Mesh):
+            counts = UsdGeom.Mesh(prim).GetFaceVertexCountsAttr().Get() or []
+            triangles += sum(max(0, c - 2) for c in counts)
+    return bodies, triangles
+
+
+# ---------------------------------------------------------------- cases made on the fly
+
+def first_joint(root: Path) -> str:
+    from pxr import Sdf, Usd, UsdPhysics
+    stage = Usd.Stage.Open(str(root), Usd.Stage.LoadAll)
+    parsed = UsdPhysics.UsdPhysicsLoadStageFromPrimRange(stage, [Sdf.Path.absoluteRootPath])
+    joints = []
+    for kind, (paths, _descs) in parsed.items():
+        if str(kind).endswith("Joint") and "Fixed" not in str(kind):
+            joints += [str(p) for p in paths]
+    if not joints:
+        raise ChildFailed(f"no joint in {root}")
+    return sorted(joints)[0]
+
+
+def make_case(reference: Path, case: Path, case_id: str) -> str:
+    """Inject a joint_frame fault into a copy of `reference`, build the profile, write CASE. Returns the joint."""
+    from profiles.freeze import build_profile, write_case
+    from profiles.inject import inject
+    from profiles.schema import Fault
+
+    joint = first_joint(root_layer(reference))
+    with tempfile.TemporaryDirectory(prefix="bench_input_") as tmp:
+        broken = Path(tmp) / "input"
+        inject(reference, broken, [("joint_frame", joint)], seed=0)
+        profile = build_profile(case_id, reference, broken, [Fault("f1", "joint_frame", joint)])
+        write_case(case, reference, broken, profile)
+    return joint
+
+
+def make_case_child(reference: Path, case: Path, case_id: str, timeout: float) -> str:
+    """make_case in a child process (a timeout cannot stop work done in this one)."""
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); from bench.bench_grade import make_case; "
+            "print(make_case(*map(__import__('pathlib').Path, sys.argv[2:4]), sys.argv[4]))")
+    _, _, proc = run_child([sys.executable, "-c", code, str(REPO), str(reference), str(case), case_id], timeout)
+    if proc.returncode != 0:
+        raise ChildFailed(f"case not built: {proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else proc.returncode}")
+    return proc.stdout.strip().splitlines()[-1]
+
+
+def generated_package(work: Path, bodies: int, triangles: int, fmt: str, timeout: float) -> Path:
+    out = work / f"gen_{bodies}x{triangles}"
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); from pathlib import Path; from bench.generate import generate; "
+            "generate(Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5])")
+    _, _, proc = run_child([sys.executable, "-c", code, str(REPO), str(out), str(bodies), str(triangles), fmt], timeout)
+    if proc.returncode != 0:
+        raise ChildFailed(f"generate failed: {proc.stderr.strip()[-300:]}")
+    return out
+
+
+def converted_dog(work: Path, timeout: float) -> Path:
+    exe = CONVENV / "bin" / "mujoco_usd_converter"
+    if not exe.exists():
+        raise ChildFailed(f"no converter at {exe} (see fixtures/README.md)")
+    _, _, proc = run_child([str(CONVENV / "bin" / "python"), "-c",
+                            "import dm_control, os; print(os.path.dirname(dm_control.__file__))"], 60)
+    if proc.returncode != 0:
+        raise ChildFailed("dm_control is not installed in the converter venv")
+    src = Path(proc.stdout.strip()) / "suite" / "dog.xml"
+    out = work / "dog_conv"
+    shutil.rmtree(out, ignore_errors=True)
+    _, _, proc = run_child([str(exe), str(src), str(out)], timeout, cwd=work)
+    if proc.returncode != 0:
+        raise ChildFailed(f"converter failed ({proc.returncode}): {proc.stderr.strip()[-300:]}")
+    tops = [p for p in out.iterdir() if p.is_file() and p.suffix in (".usd", ".usda", ".usdc", ".usdz")]
+    if len(tops) != 1:
+        raise ChildFailed(f"converter wrote {len(tops)} root layers")
+    size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
+    if size > 150_000_000:
+        raise ChildFailed(f"converted dog is {size / 1e6:.0f} MB")
+    return out
+
+
+# ---------------------------------------------------------------- measurements
+
+def grade(case: Path, out: Path, timeout: float, extra: tuple[str, ...] = ()) -> tuple[float, float | None, dict]:
+    shutil.rmtree(out, ignore_errors=True)
+    command = [sys.executable, "-m", "pytest", "checks", "--case", str(case), "--submission", str(case / "reference"),
+               "--out", str(out), "-q", "-p", "no:cacheprovider", *extra]
+    wall, peak, proc = run_child(command, timeout, measure_memory=True)
+    try:
+        result = json.loads((out / "grade.json").read_text())
+    except (OSError, ValueError):
+        raise ChildFailed(f"no grade.json (exit {proc.returncode}): {proc.stdout.strip()[-300:]}")
+    if proc.returncode not in (0, 1):
+        raise ChildFailed(f"grade exited {proc.returncode}: {result.get('infrastructure_error')}")
+    return wall, peak, result
+
+
+def floor(case: Path, timeout: float) -> float:
+    roots = [str(root_layer(case / "reference")), str(root_layer(case / "reference"))]
+    wall, _, proc = run_child([sys.executable, "-c", FLOOR_CODE, *roots], timeout)
+    if proc.returncode != 0:
+        raise ChildFailed(f"floor failed: {proc.stderr.strip()[-300:]}")
+    return wall
+
+
+def startup(timeout: float) -> float:
+    wall, _, proc = run_child([sys.executable, "-c", "import pxr, scipy, trimesh"], timeout)
+    if proc.returncode != 0:
+        raise ChildFailed(proc.stderr.strip()[-300:])
+    return wall
+
+
+def ensure_peer(timeout: float) -> Path:
+    """The peer's CLI, installed on demand in its own venv; raises ChildFailed with the reason."""
+    exe = OAV_VENV / "bin" / "omni_asset_validate"
+    py = OAV_VENV / "bin" / "python"
+    if not exe.exists():
+        print(f"installing omniverse-asset-validator in {OAV_VENV} ...", flush=True)
+        if not py.exists():
+            _, _, proc = run_child([sys.executable, "-m", "venv", str(OAV_VENV)], timeout)
+            if proc.returncode != 0:
+                raise ChildFailed(f"venv failed: {proc.stderr.strip()[-200:]}")
+        # The validator imports pxr without declaring it: usd-core comes along.
+        _, _, proc = run_child([str(py), "-m", "pip", "install", "-q", "omniverse-asset-validator", "usd-core"], timeout)
+        if proc.returncode != 0 or not exe.exists():
+            raise ChildFailed(f"pip install failed: {proc.stderr.strip().splitlines()[-1:]}")
+    _, _, proc = run_child([str(exe), "--version"], 120)
+    if proc.returncode != 0:
+        raise ChildFailed(f"omni_asset_validate does not start: {(proc.stderr.strip().splitlines() or ['?'])[-1]}")
+    return exe
+
+
+def peer(exe: Path, case: Path, timeout: float) -> tuple[float, str]:
+    wall, _, proc = run_child([str(exe), str(root_layer(case / "reference"))], timeout)
+    # It exits non-zero when it reports issues; that is a result, not a failure.
+    return wall, f"exit {proc.returncode}"
+
+
+# ---------------------------------------------------------------- report
+
+def fmt(value, spec=".2f", none="-"):
+    return none if value is None else format(value, spec)
+
+
+def ratio(a, b):
+    return None if a is None or not b else a / b
+
+
+def print_table(rows: list[Row], start_up: float | None) -> None:
+    print()
+    print(f"start-up (python -c 'import pxr, scipy, trimesh'): {fmt(start_up)} s")
+    head = (f"{'asset':<22}{'bodies':>7}{'tris':>9}{'grade s':>9}{'floor s':>9}{'peer s':>8}"
+            f"{'g/floor':>9}{'g/peer':>8}{'peak MB':>9}  split s: validity ref cand corr total")
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        split = " ".join(fmt(r.split.get(f"{k}_s")) for k in STAGES)
+        print(f"{r.label:<22}{fmt(r.bodies, 'd'):>7}{fmt(r.triangles, 'd'):>9}{fmt(r.grade):>9}{fmt(r.floor):>9}"
+              f"{fmt(r.peer):>8}{fmt(ratio(r.grade, r.floor), '.1f'):>8}x{fmt(ratio(r.grade, r.peer), '.1f'):>7}x"
+              f"{fmt(r.peak_mb, '.0f'):>9}  {split}")
+    for r in rows:
+        for note in r.notes:
+            print(f"  {r.label}: {note}")
+    print()
+    for r in rows:
+        if r.grade is not None and r.floor is not None:
+            print(f"ratio {r.label}: grade/floor = {r.grade / r.floor:.2f}x"
+                  + (f", grade/peer = {r.grade / r.peer:.2f}x" if r.peer else ""))
+
+
+def parse_sizes(text: str) -> list[tuple[int, int]]:
+    sizes = []
+    for item in text.split(","):
+        if item.strip():
+            b, t = item.lower().split("x")
+            sizes.append((int(b), int(float(t))))
+    return sizes
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="small asset and one generated size only (< 60 s)")
+    parser.add_argument("--sizes", type=parse_sizes, default=None,
+                        help="generated sizes as BODIESxTRIANGLES,... (default 20x50000,50x200000,100x500000,200x1000000)")
+    parser.add_argument("--format", choices=("usda", "usdc"), default="usda", help="layer format of generated assets")
+    parser.add_argument("--no-peer", action="store_true", help="skip omniverse-asset-validator")
+    parser.add_argument("--no-dog", action="store_true", help="skip dm_control's dog")
+    parser.add_argument("--no-parallel", action="store_true", help="skip serial against -n 2")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds allowed to each child process")
+    parser.add_argument("--keep", type=Path, default=None, help="work folder to keep (default: a temporary one)")
+    args = parser.parse_args()
+    sizes = args.sizes if args.sizes is not None else (QUICK_SIZES if args.quick else FULL_SIZES)
+    suite = SUITE[:1] if args.quick else SUITE
+    with_dog = not (args.quick or args.no_dog)
+    timeout = min(args.timeout, 50.0) if args.quick else args.timeout
+
+    work_ctx = tempfile.TemporaryDirectory(prefix="bench_grade_") if args.keep is None else None
+    work = Path(work_ctx.name) if work_ctx else args.keep
+    work.mkdir(parents=True, exist_ok=True)
+    rows: list[Row] = []
+    skipped: list[str] = []
+    start_up = None
+    try:
+        try:
+            start_up = startup(timeout)
+        except ChildFailed as error:
+            skipped.append(f"start-up: {error}")
+
+        peer_exe = None
+        if args.no_peer:
+            print("peer: skipped (--no-peer)")
+        else:
+            try:
+                peer_exe = ensure_peer(max(timeout, 300.0))
+                print(f"peer: {peer_exe}")
+            except ChildFailed as error:
+                print(f"peer: unavailable ({error})")
+
+        cases: list[tuple[Row, Path]] = []
+        for label, name in suite:
+            case = REPO / "fixtures" / "cases" / name
+            if not (case / "profile.json").exists():
+                skipped.append(f"{label}: skipped: no case {case}")
+                continue
+            cases.append((Row(label), case))
+        if with_dog:
+            try:
+                pkg = converted_dog(work, timeout)
+                case = work / "case_dog"
+                make_case_child(pkg, case, "bench_dog", timeout)
+                cases.append((Row("large:dog"), case))
+            except ChildFailed as error:
+                skipped.append(f"large:dog: skipped: {error}")
+        for bodies, triangles in sizes:
+            label = f"gen:{bodies}x{triangles // 1000}k"
+            try:
+                t0 = time.perf_counter()
+                pkg = generated_package(work, bodies, triangles, args.format, timeout)
+                case = work / f"case_{bodies}x{triangles}"
+                make_case_child(pkg, case, f"bench_{bodies}x{triangles}", timeout)
+                row = Row(label)
+                row.notes.append(f"generated + case built in {time.perf_counter() - t0:.1f} s ({args.format})")
+                cases.append((row, case))
+            except ChildFailed as error:
+                skipped.append(f"{label}: skipped: {error}")
+
+        for row, case in cases:
+            print(f"grading {row.label} ...", flush=True)
+            try:
+                row.bodies, row.triangles = count_geometry(root_layer(case / "reference"))
+                row.grade, row.peak_mb, result = grade(case, work / f"out_{row.label.replace(':', '_')}", timeout)
+                row.split = result.get("timings") or {}
+                row.reward = result.get("authored_usd")
+                if row.reward != 1.0:
+                    row.notes.append(f"reference scored {row.reward} ({result.get('status')})")
+            except ChildFailed as error:
+                row.notes.append(f"grade skipped: {error}")
+            try:
+                row.floor = floor(case, timeout)
+            except ChildFailed as error:
+                row.notes.append(f"floor skipped: {error}")
+            if peer_exe is not None:
+                try:
+                    row.peer, note = peer(peer_exe, case, timeout)
+                    row.notes.append(f"peer {note}")
+                except ChildFailed as error:
+                    row.notes.append(f"peer skipped: {error}")
+            rows.append(row)
+
+        print_table(rows, start_up)
+        for line in skipped:
+            print(line)
+
+        if not args.no_parallel:
+            graded = [(r, c) for r, c in cases if r.grade is not None]
+            if not graded:
+                print("serial vs -n 2: skipped: nothing was graded")
+            else:
+                row, case = max(graded, key=lambda rc: (rc[0].triangles or 0, rc[0].bodies or 0))
+                try:
+                    par, par_peak, result = grade(case, work / "out_parallel", timeout, ("-n", "2"))
+                    print(f"serial vs -n 2 on {row.label}: serial {row.grade:.2f} s ({fmt(row.peak_mb, '.0f')} MB), "
+                          f"-n 2 {par:.2f} s ({fmt(par_peak, '.0f')} MB largest process), "
+                          f"-n 2 / serial = {par / row.grade:.2f}x; reward {result.get('authored_usd')}")
+                except ChildFailed as error:
+                    print(f"serial vs -n 2: skipped: {error}")
+    finally:
+        if work_ctx:
+            work_ctx.cleanup()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

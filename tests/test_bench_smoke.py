@@ -1,0 +1,23 @@
+"""bench/bench_grade.py --quick runs end to end and prints its table (no timing assertions)."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_bench_grade_quick_prints_table():
+    proc = subprocess.run(
+        [sys.executable, "bench/bench_grade.py", "--quick", "--no-peer"],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    out = proc.stdout
+    assert re.search(r"^asset\s+bodies\s+tris\s+grade s\s+floor s", out, re.M), out
+    small = re.search(r"^small:\S+\s+\d+\s+\d+\s+[\d.]+\s+[\d.]+", out, re.M)
+    assert small, out
+    assert re.search(r"^ratio small:\S+: grade/floor = [\d.]+x", out, re.M), out
+    assert "peer: skipped (--no-peer)" in out

@@ -1,0 +1,59 @@
+"""`usdgrade visual`: the separate visual grade (trusted renders + rubric judge)."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+EXIT_OK = 0
+EXIT_ERROR = 3
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "visual", help="visual grade: trusted renders of the graded bytes judged against a rubric",
+        description="Writes OUT/visual.json and OUT/renders/*.png. Never changes authored_usd. "
+                    "Sends images to an outside service: needs --authorize or USDGRADE_VISUAL_AUTHORIZE=1.")
+    p.add_argument("--case", required=True)
+    p.add_argument("--submission", required=True)
+    p.add_argument("--grade", required=True, help="the objective grade.json of this submission")
+    p.add_argument("--out", required=True)
+    p.add_argument("--authorize", action="store_true", help="allow sending renders to the judge service")
+    p.add_argument("--judge", choices=("anthropic", "fake"), default="anthropic")
+    p.add_argument("--judge-model", default=None, help="model id (else USDGRADE_JUDGE_MODEL, else a dated default)")
+    p.add_argument("--judge-votes", type=int, default=1, help="repeat the call K times; strict majority")
+    p.add_argument("--rubric", default=None, help="rubric JSON (default: the shipped likeness rubric)")
+    p.add_argument("--fake-verdict", choices=("pass", "fail", "unclear"), default="pass",
+                   help="the fake judge's verdict for every criterion")
+    p.add_argument("--cache-dir", default=None, help="judge result cache (else USDGRADE_VISUAL_CACHE, else OUT/.visual-cache)")
+    p.set_defaults(run=run)
+    return p
+
+
+def run(args) -> int:
+    from .grade import VISUAL_FILE, run_visual
+
+    try:
+        record = run_visual(
+            Path(args.case), Path(args.submission), Path(args.grade), Path(args.out),
+            authorize=args.authorize, judge_kind=args.judge, judge_model=args.judge_model,
+            votes=args.judge_votes, rubric_path=Path(args.rubric) if args.rubric else None,
+            cache_dir=Path(args.cache_dir) if args.cache_dir else None, fake_verdict=args.fake_verdict)
+    except ValueError as error:
+        print(f"usdgrade visual: {error}", file=sys.stderr)
+        return 2
+    score = "-" if record["score"] is None else f"{record['score']:.4f}"
+    print(f"visual {record['status']}   score {score}" + (f"   ({record['reason']})" if record["reason"] else ""))
+    print(f"wrote {Path(args.out) / VISUAL_FILE}")
+    return EXIT_ERROR if record["status"] == "error" else EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="usdgrade-visual")
+    add_parser(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return args.run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:] if sys.argv[1:2] == ["visual"] else ["visual", *sys.argv[1:]]))

@@ -1,0 +1,320 @@
+"""Trusted renders: a small deterministic software rasterizer (numpy, float64, no threads).
+
+The verifier renders the verified bytes itself: every visible gprim of the composed stage
+(meshes and implicit prims, through ``stage_snapshot.geometry.prim_triangles``) is drawn
+with its diffuse colour (bound visual material, else display colour) under a fixed light,
+with orthographic cameras framed on the union bounds of both stages, so the reference and
+candidate views are directly comparable. Output is an 8-bit RGB PNG written with zlib at a
+fixed level. Same bytes in, same pixels and same PNG bytes out.
+"""
+from __future__ import annotations
+
+import hashlib
+import struct
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from pxr import Usd, UsdGeom
+
+from stage_snapshot import geometry, materials, parts
+
+RENDERER_VERSION = "visual-raster-1"
+SIZE = 512
+MARGIN = 1.12                       # framing: the union bounds fill 1/MARGIN of the image
+BACKGROUND = (0.86, 0.87, 0.89)     # neutral light grey (display values, already gamma-encoded)
+AMBIENT = 0.30
+KEY = 0.70
+OUTLINE = 0.55                      # part outlines: colour multiplied by this
+FALLBACK_COLOR = (0.18, 0.18, 0.18)  # UsdPreviewSurface default diffuse
+ROOT_SUFFIXES = (".usd", ".usda", ".usdc", ".usdz")
+FRAGMENT_BUDGET = 3_000_000          # candidate (triangle, pixel) pairs per chunk
+
+# name -> (direction the camera looks along, screen-up hint); Z-up world after normalisation.
+VIEWS: dict[str, tuple[tuple[float, float, float], tuple[float, float, float]]] = {
+    "front": ((0.0, 1.0, 0.0), (0.0, 0.0, 1.0)),            # camera at -Y looking +Y
+    "side": ((-1.0, 0.0, 0.0), (0.0, 0.0, 1.0)),            # camera at +X looking -X
+    "top": ((0.0, 0.0, -1.0), (0.0, 1.0, 0.0)),             # camera above looking down, +Y up
+    "three_quarter": ((-1.0, 1.0, -0.8), (0.0, 0.0, 1.0)),  # camera at (+X, -Y, +Z)
+    "three_quarter_rear": ((1.0, -1.0, -0.8), (0.0, 0.0, 1.0)),  # camera at (-X, +Y, +Z)
+}
+
+
+class RenderError(Exception):
+    """The package cannot be rendered (no single root layer, stage does not open)."""
+
+
+@dataclass(frozen=True)
+class Scene:
+    triangles: np.ndarray   # (n, 3, 3) world metres, Z up
+    colors: np.ndarray      # (n, 3) linear diffuse colour per triangle
+    part_ids: np.ndarray    # (n,) index of the gprim each triangle belongs to
+    gprims: int
+    skipped_planes: int = 0
+
+    def bounds(self) -> np.ndarray | None:
+        if len(self.triangles) == 0:
+            return None
+        flat = self.triangles.reshape(-1, 3)
+        return np.stack([flat.min(axis=0), flat.max(axis=0)])
+
+
+def root_layer(package: Path) -> Path:
+    package = Path(package)
+    roots = sorted(p for p in package.iterdir() if p.is_file() and p.suffix.lower() in ROOT_SUFFIXES)
+    if len(roots) != 1:
+        raise RenderError(f"{package}: expected exactly one root layer, found {len(roots)}")
+    return roots[0]
+
+
+def _color(prim: Usd.Prim) -> tuple[float, float, float]:
+    candidates = []
+    try:
+        bound = materials.visual_material(prim)
+    except Exception:  # a strange network must not stop the render: fall back to display colour
+        bound = None
+    if bound is not None:
+        candidates.append(bound.surface.get("diffuseColor"))
+    candidates.append(materials.display_surface(prim).surface.get("diffuseColor"))
+    for value in candidates:
+        try:
+            rgb = tuple(float(c) for c in value)  # type: ignore[union-attr]
+        except (TypeError, ValueError):
+            continue
+        if len(rgb) == 3 and all(np.isfinite(rgb)):
+            return tuple(min(max(c, 0.0), 1.0) for c in rgb)  # type: ignore[return-value]
+    return FALLBACK_COLOR
+
+
+def load_scene(package: Path) -> Scene:
+    """Every visible gprim of the package's composed stage, as coloured world triangles."""
+    path = root_layer(package)
+    try:
+        stage = Usd.Stage.Open(str(path))
+    except Exception as error:
+        raise RenderError(f"cannot open {path}: {error}") from error
+    if stage is None:
+        raise RenderError(f"cannot open {path}")
+    mpu = float(UsdGeom.GetStageMetersPerUnit(stage)) or 0.01
+    y_up = UsdGeom.GetStageUpAxis(stage) == UsdGeom.Tokens.y
+    cache = UsdGeom.XformCache()
+    tris, cols, ids, count, planes = [], [], [], 0, 0
+    for prim in stage.Traverse(Usd.TraverseInstanceProxies(Usd.PrimDefaultPredicate)):
+        if not prim.IsA(UsdGeom.Gprim) or not parts.is_visible(prim):
+            continue
+        if prim.IsA(UsdGeom.Plane):  # an unbounded ground plane would swamp the framing
+            planes += 1
+            continue
+        soup = geometry.prim_triangles(prim, cache.GetLocalToWorldTransform(prim), mpu)
+        if soup is None or len(soup.faces) == 0:
+            continue
+        t = soup.vertices[soup.faces]
+        t = t[np.isfinite(t).all(axis=(1, 2))]
+        if len(t) == 0:
+            continue
+        tris.append(t)
+        cols.append(np.broadcast_to(np.array(_color(prim), dtype=np.float64), (len(t), 3)))
+        ids.append(np.full(len(t), count, dtype=np.int64))
+        count += 1
+    if not tris:
+        return Scene(np.zeros((0, 3, 3)), np.zeros((0, 3)), np.zeros(0, dtype=np.int64), 0, planes)
+    triangles = np.ascontiguousarray(np.concatenate(tris), dtype=np.float64)
+    if y_up:  # rotate +90 degrees about X: (x, y, z) -> (x, -z, y)
+        triangles = np.stack([triangles[..., 0], -triangles[..., 2], triangles[..., 1]], axis=-1)
+    return Scene(triangles, np.ascontiguousarray(np.concatenate(cols)), np.concatenate(ids), count, planes)
+
+
+def union_bounds(*scenes: Scene) -> np.ndarray:
+    boxes = [b for b in (s.bounds() for s in scenes) if b is not None]
+    if not boxes:
+        return np.array([[-0.5, -0.5, -0.5], [0.5, 0.5, 0.5]])
+    lo = np.min([b[0] for b in boxes], axis=0)
+    hi = np.max([b[1] for b in boxes], axis=0)
+    return np.stack([lo, hi])
+
+
+def _unit(v) -> np.ndarray:
+    v = np.asarray(v, dtype=np.float64)
+    return v / np.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
+
+
+def _cross(a, b) -> np.ndarray:
+    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
+
+
+def camera(view: str, bounds: np.ndarray, size: int = SIZE) -> dict:
+    """Orthographic camera for a named view, framed on ``bounds`` (same for both stages)."""
+    forward = _unit(VIEWS[view][0])
+    right = _unit(_cross(forward, VIEWS[view][1]))
+    up = _cross(right, forward)
+    center = (bounds[0] + bounds[1]) * 0.5
+    corners = np.array([[x, y, z] for x in bounds[:, 0] for y in bounds[:, 1] for z in bounds[:, 2]]) - center
+    u = corners[:, 0] * right[0] + corners[:, 1] * right[1] + corners[:, 2] * right[2]
+    v = corners[:, 0] * up[0] + corners[:, 1] * up[1] + corners[:, 2] * up[2]
+    half = max(float(np.abs(u).max()), float(np.abs(v).max()), 1e-6) * MARGIN
+    # key light from the camera's upper left, slightly behind it
+    light = _unit(-forward * 0.75 + up * 0.55 - right * 0.35)
+    return {"view": view, "forward": forward, "right": right, "up": up, "center": center,
+            "half_extent": half, "light": light, "size": size}
+
+
+def _encode_srgb(linear: np.ndarray) -> np.ndarray:
+    c = np.clip(linear, 0.0, 1.0)
+    return np.where(c <= 0.0031308, c * 12.92, 1.055 * np.power(c, 1.0 / 2.4) - 0.055)
+
+
+def rasterize(scene: Scene, cam: dict) -> np.ndarray:
+    """(size, size, 3) uint8 image: z-buffered, flat Lambert shaded, two-sided."""
+    size = cam["size"]
+    background = np.array(BACKGROUND, dtype=np.float64)
+    image = np.empty((size * size, 3), dtype=np.float64)
+    image[:] = background
+    if len(scene.triangles) == 0:
+        return np.round(image.reshape(size, size, 3) * 255.0).astype(np.uint8)
+    r, u, f, c = cam["right"], cam["up"], cam["forward"], cam["center"]
+    p = scene.triangles - c
+    px, py, pz = p[..., 0], p[..., 1], p[..., 2]
+    scale = size / (2.0 * cam["half_extent"])
+    sx = (px * r[0] + py * r[1] + pz * r[2]) * scale + size * 0.5           # (n, 3) pixel x
+    sy = size * 0.5 - (px * u[0] + py * u[1] + pz * u[2]) * scale           # (n, 3) pixel y (down)
+    depth = px * f[0] + py * f[1] + pz * f[2]                               # larger is farther
+
+    e1 = scene.triangles[:, 1] - scene.triangles[:, 0]
+    e2 = scene.triangles[:, 2] - scene.triangles[:, 0]
+    normal = np.stack([e1[:, 1] * e2[:, 2] - e1[:, 2] * e2[:, 1],
+                       e1[:, 2] * e2[:, 0] - e1[:, 0] * e2[:, 2],
+                       e1[:, 0] * e2[:, 1] - e1[:, 1] * e2[:, 0]], axis=1)
+    length = np.sqrt(normal[:, 0] ** 2 + normal[:, 1] ** 2 + normal[:, 2] ** 2)
+    ok = length > 0
+    lit = np.zeros(len(normal))
+    L = cam["light"]
+    lit[ok] = np.abs(normal[ok, 0] * L[0] + normal[ok, 1] * L[1] + normal[ok, 2] * L[2]) / length[ok]
+    shade = AMBIENT + KEY * lit
+    colors = _encode_srgb(scene.colors * shade[:, None])
+
+    # Plane equations in pixel space: b0, b1 (barycentrics) and depth are affine in (x, y).
+    x0, x1, x2 = sx[:, 0], sx[:, 1], sx[:, 2]
+    y0, y1, y2 = sy[:, 0], sy[:, 1], sy[:, 2]
+    area = (x1 - x0) * (y2 - y0) - (x2 - x0) * (y1 - y0)
+    xmin = np.maximum(np.ceil(np.minimum(np.minimum(x0, x1), x2) - 0.5), 0).astype(np.int64)
+    xmax = np.minimum(np.floor(np.maximum(np.maximum(x0, x1), x2) - 0.5), size - 1).astype(np.int64)
+    ymin = np.maximum(np.ceil(np.minimum(np.minimum(y0, y1), y2) - 0.5), 0).astype(np.int64)
+    ymax = np.minimum(np.floor(np.maximum(np.maximum(y0, y1), y2) - 0.5), size - 1).astype(np.int64)
+    keep = np.nonzero((np.abs(area) > 1e-9) & (xmax >= xmin) & (ymax >= ymin))[0]
+    safe = np.where(area == 0, 1.0, area)
+    # b0(q) = ((x1-qx)(y2-qy) - (x2-qx)(y1-qy)) / area = a0 qx + c0 qy + k0 (likewise b1)
+    a0, c0, k0 = (y1 - y2) / safe, (x2 - x1) / safe, (x1 * y2 - x2 * y1) / safe
+    a1, c1, k1 = (y2 - y0) / safe, (x0 - x2) / safe, (x2 * y0 - x0 * y2) / safe
+    d0, d1, d2 = depth[:, 0], depth[:, 1], depth[:, 2]
+    # z = b0 d0 + b1 d1 + (1 - b0 - b1) d2
+    za, zc, zk = a0 * (d0 - d2) + a1 * (d1 - d2), c0 * (d0 - d2) + c1 * (d1 - d2), k0 * (d0 - d2) + k1 * (d1 - d2) + d2
+
+    zbuf = np.full(size * size, np.inf)
+    owner = np.full(size * size, -1, dtype=np.int64)
+    none = np.iinfo(np.int64).max
+    w = (xmax - xmin + 1)[keep]
+    counts = w * (ymax - ymin + 1)[keep]
+    start = 0
+    while start < len(keep):
+        # deterministic chunking by a running fragment budget (at least one triangle per chunk)
+        csum = np.cumsum(counts[start:])
+        stop = start + max(1, int(np.searchsorted(csum, FRAGMENT_BUDGET, side="right")))
+        idx, cw, cn = keep[start:stop], w[start:stop], counts[start:stop]
+        tri = np.repeat(idx, cn)
+        local = np.arange(int(cn.sum()), dtype=np.int64) - np.repeat(np.cumsum(cn) - cn, cn)
+        wr = np.repeat(cw, cn)
+        pxi = xmin[tri] + local % wr
+        pyi = ymin[tri] + local // wr
+        qx, qy = pxi + 0.5, pyi + 0.5
+        b0 = a0[tri] * qx + c0[tri] * qy + k0[tri]
+        b1 = a1[tri] * qx + c1[tri] * qy + k1[tri]
+        inside = (b0 >= 0) & (b1 >= 0) & (b0 + b1 <= 1.0)
+        tri, qx, qy = tri[inside], qx[inside], qy[inside]
+        pix = (pyi[inside] * size + pxi[inside])
+        z = za[tri] * qx + zc[tri] * qy + zk[tri]
+        if len(pix):
+            newz = zbuf.copy()
+            np.minimum.at(newz, pix, z)                 # nearest depth per pixel (order-free)
+            win = (z == newz[pix]) & (z < zbuf[pix])   # earlier chunks win exact ties
+            best = np.full(size * size, none, dtype=np.int64)
+            np.minimum.at(best, pix[win], tri[win])     # exact ties: lowest triangle index
+            won = best != none
+            owner[won] = best[won]
+            zbuf = newz
+        start = stop
+    hit = owner >= 0
+    image[hit] = colors[owner[hit]]
+    # outlines where the visible part changes (part against part, or against background)
+    part = np.where(hit, scene.part_ids[np.maximum(owner, 0)], -1).reshape(size, size)
+    edge = np.zeros((size, size), dtype=bool)
+    edge[:, :-1] |= part[:, :-1] != part[:, 1:]
+    edge[:-1, :] |= part[:-1, :] != part[1:, :]
+    edge &= part.reshape(size, size) >= 0
+    image[edge.reshape(-1)] *= OUTLINE
+    return np.round(np.clip(image, 0.0, 1.0).reshape(size, size, 3) * 255.0).astype(np.uint8)
+
+
+def _chunk(kind: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+
+def encode_png(image: np.ndarray) -> bytes:
+    """8-bit RGB PNG, filter 0 on every row, zlib level 9: fully determined by the pixels."""
+    image = np.ascontiguousarray(image, dtype=np.uint8)
+    height, width, channels = image.shape
+    if channels != 3:
+        raise ValueError("RGB images only")
+    raw = np.zeros((height, width * 3 + 1), dtype=np.uint8)
+    raw[:, 1:] = image.reshape(height, width * 3)
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", ihdr)
+            + _chunk(b"IDAT", zlib.compress(raw.tobytes(), 9)) + _chunk(b"IEND", b""))
+
+
+def decode_png(data: bytes) -> np.ndarray:
+    """Inverse of encode_png (filter 0 only): for tests and checks."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, width, height = 8, b"", 0, 0
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos:pos + 4])
+        kind, body = data[pos + 4:pos + 8], data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            width, height = struct.unpack(">II", body[:8])
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    raw = np.frombuffer(zlib.decompress(idat), dtype=np.uint8).reshape(height, width * 3 + 1)
+    return raw[:, 1:].reshape(height, width, 3).copy()
+
+
+def sha256(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def render_pair(reference: Path, candidate: Path, out_dir: Path | None = None,
+                views=tuple(VIEWS), size: int = SIZE) -> dict:
+    """Render both packages in every view, framed on their union bounds.
+
+    Returns {"renderer", "size", "views", "bounds", "reference": {view: {file, digest, png}},
+    "candidate": {...}}; PNG bytes are under "png" (dropped by the caller before recording).
+    Files go to out_dir/<role>_<view>.png when out_dir is given.
+    """
+    scenes = {"reference": load_scene(reference), "candidate": load_scene(candidate)}
+    bounds = union_bounds(*scenes.values())
+    result: dict = {"renderer": RENDERER_VERSION, "size": size, "views": list(views),
+                    "bounds_m": bounds.tolist(),
+                    "triangles": {k: int(len(s.triangles)) for k, s in scenes.items()},
+                    "gprims": {k: s.gprims for k, s in scenes.items()},
+                    "skipped_ground_planes": {k: s.skipped_planes for k, s in scenes.items()}}
+    if out_dir is not None:
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+    for role, scene in scenes.items():
+        result[role] = {}
+        for view in views:
+            png = encode_png(rasterize(scene, camera(view, bounds, size)))
+            entry = {"file": f"{role}_{view}.png", "digest": sha256(png), "png": png}
+            if out_dir is not None:
+                (Path(out_dir) / entry["file"]).write_bytes(png)
+            result[role][view] = entry
+    return result
