@@ -171,7 +171,9 @@ def body_hierarchy(stage, target, rng, dirty) -> str:
     text = flat.ExportToString()
     # Flatten anchors asset paths to absolute ones: make them relative to the root layer again.
     package = root.realPath.rsplit("/", 1)[0]
+    documentation = root.documentation
     root.ImportFromString(text.replace("@" + package + "/", "@./"))
+    root.documentation = documentation  # Flatten writes the absolute source path there: not reproducible
     root.subLayerPaths.clear()
     dirty.add(root)
     return f"{old_path} moved under {new_parent.GetPath()} (package flattened into its root layer)"
