@@ -252,6 +252,10 @@ def fmt(value, spec=".2f", none="-"):
     return none if value is None else format(value, spec)
 
 
+def times(value):
+    return "-" if value is None else f"{value:.1f}x"
+
+
 def ratio(a, b):
     return None if a is None or not b else a / b
 
@@ -266,7 +270,7 @@ def print_table(rows: list[Row], start_up: float | None) -> None:
     for r in rows:
         split = " ".join(fmt(r.split.get(f"{k}_s")) for k in STAGES)
         print(f"{r.label:<22}{fmt(r.bodies, 'd'):>7}{fmt(r.triangles, 'd'):>9}{fmt(r.grade):>9}{fmt(r.floor):>9}"
-              f"{fmt(r.peer):>8}{fmt(ratio(r.grade, r.floor), '.1f'):>8}x{fmt(ratio(r.grade, r.peer), '.1f'):>7}x"
+              f"{fmt(r.peer):>8}{times(ratio(r.grade, r.floor)):>9}{times(ratio(r.grade, r.peer)):>8}"
               f"{fmt(r.peak_mb, '.0f'):>9}  {split}")
     for r in rows:
         for note in r.notes:

@@ -5,6 +5,7 @@
     usdgrade inject --list
     usdgrade freeze --reference REF --input IN --out CASE [--faults F.json] [--id ID]
     usdgrade explain OUT/grade.json
+    usdgrade visual --case CASE --submission DIR --grade OUT/grade.json --out OUT [--authorize] ...
 
 `grade` runs the very pytest session of `pytest checks ...` in this process:
 same outputs, same exit codes.
@@ -133,6 +134,10 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("explain", help="a readable summary of a grade.json")
     p.add_argument("grade")
     p.set_defaults(run=explain_command)
+
+    from visual.cli import add_parser as add_visual_parser  # the visual grade: separate from the reward
+
+    add_visual_parser(sub)
 
     args = parser.parse_args(argv)
     sys.path.insert(0, str(REPO_ROOT))

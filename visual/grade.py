@@ -83,6 +83,10 @@ def run_visual(case: Path, submission: Path, grade_path: Path, out: Path, *, aut
         (out / VISUAL_FILE).unlink()
     except FileNotFoundError:
         pass
+    stale = out / RENDER_DIR                  # renders of an earlier run are never left beside a new record
+    if stale.is_dir() and not stale.is_symlink():
+        for old in stale.glob("*.png"):
+            old.unlink()
     votes = int(votes)
     record: dict = {
         "record_version": RECORD_VERSION,

@@ -10,6 +10,7 @@ fixed level. Same bytes in, same pixels and same PNG bytes out.
 from __future__ import annotations
 
 import hashlib
+import math
 import struct
 import zlib
 from dataclasses import dataclass
@@ -159,9 +160,19 @@ def camera(view: str, bounds: np.ndarray, size: int = SIZE) -> dict:
             "half_extent": half, "light": light, "size": size}
 
 
+def _srgb(c: float) -> float:
+    return c * 12.92 if c <= 0.0031308 else 1.055 * math.pow(c, 1.0 / 2.4) - 0.055
+
+
+# A table built with libm's pow, not numpy's vectorised pow: numpy may pick SIMD kernels by CPU
+# feature, and those can differ in the last bit. Lookups and IEEE + - * / sqrt are exact everywhere.
+_SRGB_STEPS = 65535
+_SRGB_TABLE = np.array([_srgb(i / _SRGB_STEPS) for i in range(_SRGB_STEPS + 1)], dtype=np.float64)
+
+
 def _encode_srgb(linear: np.ndarray) -> np.ndarray:
     c = np.clip(linear, 0.0, 1.0)
-    return np.where(c <= 0.0031308, c * 12.92, 1.055 * np.power(c, 1.0 / 2.4) - 0.055)
+    return _SRGB_TABLE[np.floor(c * _SRGB_STEPS + 0.5).astype(np.int64)]
 
 
 def rasterize(scene: Scene, cam: dict) -> np.ndarray:

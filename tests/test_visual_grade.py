@@ -1,0 +1,281 @@
+"""The visual grade end to end: eligibility statuses in order, authorization, the record, the cache, the CLI."""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+from pathlib import Path
+
+import anthropic
+import httpx2
+import pytest
+
+from scoring.run import run_grade
+from visual import cli, judge as judges, rubric as rubrics
+from visual.grade import AUTHORIZE_ENV, VISUAL_FILE, run_visual
+
+REPO = Path(__file__).resolve().parent.parent
+CASE = REPO / "fixtures" / "cases" / "cabinet_drawer_door"
+NO_ENV: dict = {}
+AUTH_ENV = {AUTHORIZE_ENV: "1"}
+
+
+@pytest.fixture(autouse=True)
+def no_network(monkeypatch):
+    """Any attempt to open a real connection fails the test (the mock transport needs none)."""
+    import socket
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a visual test tried to touch the network")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """grade.json of the reference as submission: graded with full objective success."""
+    out = tmp_path_factory.mktemp("objective_ref")
+    result = run_grade(CASE, CASE / "reference", out)
+    assert result.grade["status"] == "graded" and result.grade["objective_success"] is True
+    return out / "grade.json"
+
+
+@pytest.fixture(scope="module")
+def input_grade(tmp_path_factory):
+    out = tmp_path_factory.mktemp("objective_input")
+    result = run_grade(CASE, CASE / "input", out)
+    assert result.grade["objective_success"] is not True
+    return out / "grade.json"
+
+
+def _edited(grade_path: Path, tmp_path: Path, **changes) -> Path:
+    grade = json.loads(grade_path.read_text())
+    grade.update(changes)
+    path = tmp_path / "edited_grade.json"
+    path.write_text(json.dumps(grade))
+    return path
+
+
+def _read(out: Path) -> dict:
+    return json.loads((out / VISUAL_FILE).read_text())
+
+
+def test_input_is_not_eligible(input_grade, tmp_path):
+    record = run_visual(CASE, CASE / "input", input_grade, tmp_path / "out", authorize=True, judge_kind="fake",
+                        env=NO_ENV)
+    assert record["status"] == "not_eligible" and record["score"] is None and record["reason"]
+    assert _read(tmp_path / "out") == record
+    assert not (tmp_path / "out" / "renders").exists()
+
+
+@pytest.mark.parametrize("changes,why", [
+    ({"status": "invalid"}, "status"),
+    ({"status": "partial"}, "status"),
+    ({"submission_valid": False}, "valid"),
+    ({"preservation_pass": False}, "preservation"),
+    ({"objective_success": False}, "objective"),
+])
+def test_each_gate_makes_it_not_eligible(graded, tmp_path, changes, why):
+    record = run_visual(CASE, CASE / "reference", _edited(graded, tmp_path, **changes), tmp_path / "out",
+                        authorize=True, judge_kind="fake", env=NO_ENV)
+    assert record["status"] == "not_eligible" and record["score"] is None and why in record["reason"]
+
+
+def test_not_eligible_comes_before_the_digest_and_authorization(graded, tmp_path):
+    grade = json.loads(graded.read_text())
+    grade["objective_success"] = False
+    grade["digests"]["candidate"]["digest"] = "sha256:" + "0" * 64
+    path = tmp_path / "g.json"
+    path.write_text(json.dumps(grade))
+    record = run_visual(CASE, CASE / "reference", path, tmp_path / "out", judge_kind="fake", env=NO_ENV)
+    assert record["status"] == "not_eligible"
+
+
+def test_changed_bytes_are_an_error_before_authorization(graded, tmp_path):
+    submission = tmp_path / "submission"
+    shutil.copytree(CASE / "reference", submission)
+    ok = run_visual(CASE, submission, graded, tmp_path / "out0", authorize=True, judge_kind="fake", env=NO_ENV)
+    assert ok["status"] == "graded"                                  # same bytes, other folder: fine
+    with open(submission / "cabinet.usda", "a") as f:
+        f.write("\n# edited after grading\n")
+    record = run_visual(CASE, submission, graded, tmp_path / "out", authorize=False, judge_kind="fake", env=NO_ENV)
+    assert record["status"] == "error" and record["score"] is None and "changed" in record["reason"]
+    assert record["digests"]["candidate_now"] != record["digests"]["candidate_recorded"]
+
+
+def test_missing_digest_or_unreadable_grade_is_an_error(graded, tmp_path):
+    record = run_visual(CASE, CASE / "reference", _edited(graded, tmp_path, digests={}), tmp_path / "o1",
+                        authorize=True, judge_kind="fake", env=NO_ENV)
+    assert record["status"] == "error" and "digest" in record["reason"]
+    record = run_visual(CASE, CASE / "reference", tmp_path / "nope.json", tmp_path / "o2", authorize=True,
+                        judge_kind="fake", env=NO_ENV)
+    assert record["status"] == "error" and record["score"] is None
+
+
+def test_not_authorized_without_flag_or_env(graded, tmp_path):
+    record = run_visual(CASE, CASE / "reference", graded, tmp_path / "out", judge_kind="anthropic", env=NO_ENV)
+    assert record["status"] == "not_authorized" and record["score"] is None
+    assert AUTHORIZE_ENV in record["reason"] and record["judge"] is None and record["renders"] is None
+    record = run_visual(CASE, CASE / "reference", graded, tmp_path / "out2", judge_kind="fake",
+                        env={AUTHORIZE_ENV: "0"})
+    assert record["status"] == "not_authorized"
+    record = run_visual(CASE, CASE / "reference", graded, tmp_path / "out3", judge_kind="fake", env=AUTH_ENV)
+    assert record["status"] == "graded" and record["authorization"] == {"authorized": True, "source": AUTHORIZE_ENV}
+
+
+def test_fake_judge_grade_and_record(graded, tmp_path):
+    before = graded.read_bytes()
+    judge = judges.FakeJudge(rule="pass", mapping={"materials_and_colours": "fail", "surface_artefacts": "unclear"})
+    out = tmp_path / "out"
+    record = run_visual(CASE, CASE / "reference", graded, out, authorize=True, judge=judge, votes=3, env=NO_ENV)
+    assert record["status"] == "graded"
+    rubric = rubrics.load()
+    total = sum(rubrics.weight(c) for c in rubric["criteria"])
+    assert record["score"] == pytest.approx((total - 2 - 1) / total)
+    assert record["rubric"]["content"] == rubric and record["rubric"]["digest"] == rubrics.digest(rubric)
+    assert record["judge"]["votes_requested"] == 3 and len(record["votes"]) == 3
+    assert record["verdicts"]["materials_and_colours"] == {"verdict": "fail", "importance": "Medium", "weight": 2}
+    for role in ("reference", "candidate"):
+        for view in ("front", "side", "top", "three_quarter"):
+            entry = record["renders"][role][view]
+            assert (out / entry["file"]).is_file() and entry["digest"].startswith("sha256:")
+    assert graded.read_bytes() == before                           # grade.json is never touched
+    assert "authored_usd" not in {k for k in record if k != "objective"}
+    assert _read(out)["score"] == record["score"]
+
+
+def test_cli_parser_and_exit_codes(graded, input_grade, tmp_path, monkeypatch):
+    monkeypatch.delenv(AUTHORIZE_ENV, raising=False)
+    parser = argparse.ArgumentParser()
+    cli.add_parser(parser.add_subparsers(dest="command"))
+    base = ["visual", "--case", str(CASE), "--judge", "fake", "--cache-dir", str(tmp_path / "cache")]
+    args = parser.parse_args(base + ["--submission", str(CASE / "reference"), "--grade", str(graded),
+                                     "--out", str(tmp_path / "a"), "--authorize", "--judge-votes", "3",
+                                     "--fake-verdict", "unclear"])
+    assert args.run(args) == 0
+    assert _read(tmp_path / "a")["score"] == 0.0 and _read(tmp_path / "a")["status"] == "graded"
+    args = parser.parse_args(base + ["--submission", str(CASE / "input"), "--grade", str(input_grade),
+                                     "--out", str(tmp_path / "b")])
+    assert cli.run(args) == 0 and _read(tmp_path / "b")["status"] == "not_eligible"
+    args = parser.parse_args(base + ["--submission", str(CASE / "input"), "--grade", str(input_grade),
+                                     "--out", str(tmp_path / "a")])                      # re-use OUT a
+    assert cli.run(args) == 0 and _read(tmp_path / "a")["status"] == "not_eligible"
+    assert not list((tmp_path / "a" / "renders").glob("*.png"))                         # stale renders gone
+    args = parser.parse_args(base + ["--submission", str(CASE / "reference"), "--grade", str(tmp_path / "x.json"),
+                                     "--out", str(tmp_path / "c")])
+    assert cli.run(args) == 3 and _read(tmp_path / "c")["status"] == "error"
+    args = parser.parse_args(base + ["--submission", str(CASE / "reference"), "--grade", str(graded),
+                                     "--out", str(tmp_path / "d"), "--authorize", "--rubric", str(tmp_path / "x.json")])
+    assert cli.run(args) == 3 and "rubric" in _read(tmp_path / "d")["reason"]
+
+
+def test_out_inside_the_submission_is_refused(graded, tmp_path):
+    submission = tmp_path / "submission"
+    shutil.copytree(CASE / "reference", submission)
+    with pytest.raises(ValueError):
+        run_visual(CASE, submission, graded, submission / "out", authorize=True, judge_kind="fake", env=NO_ENV)
+
+
+@pytest.mark.parametrize("bad", [
+    {"criteria": []},
+    {"criteria": [{"id": "a", "text": "t", "importance": "Huge"}]},
+    {"criteria": [{"id": "a", "text": "t", "importance": "High"}, {"id": "a", "text": "u", "importance": "Low"}]},
+    {"criteria": [{"id": "", "text": "t", "importance": "High"}]},
+])
+def test_rubric_validation(bad):
+    with pytest.raises(rubrics.RubricError):
+        rubrics.validate(bad)
+
+
+def test_default_rubric_covers_the_issue():
+    ids = {c["id"] for c in rubrics.load()["criteria"]}
+    assert ids == {"silhouette", "no_missing_parts", "no_extra_parts", "placement", "proportions",
+                   "materials_and_colours", "surface_artefacts"}
+
+
+# ------------------------------------------------------------- the anthropic judge inside the grade
+
+
+def _answer(rubric, verdict="pass", drop=()):
+    return {"criteria": [{"id": c["id"], "verdict": verdict, "rationale": "compared the views",
+                          "evidence": {"views": ["candidate/front", "reference/front"], "observation": "same"}}
+                         for c in rubric["criteria"] if c["id"] not in drop]}
+
+
+class Server:
+    def __init__(self, *bodies):
+        self.bodies = list(bodies)
+        self.calls = 0
+
+    def __call__(self, request):
+        body = self.bodies[min(self.calls, len(self.bodies) - 1)]
+        self.calls += 1
+        if isinstance(body, httpx2.Response):
+            return body
+        return httpx2.Response(200, headers={"request-id": f"req_{self.calls}"}, json={
+            "id": f"msg_{self.calls}", "type": "message", "role": "assistant", "model": "served-model",
+            "content": [{"type": "text", "text": json.dumps(body)}], "stop_reason": "end_turn",
+            "stop_sequence": None, "usage": {"input_tokens": 1000, "output_tokens": 50}})
+
+
+def _judge(server, model="asked-model-20250101"):
+    client = anthropic.Anthropic(api_key="test", base_url="http://mock", max_retries=1,
+                                 http_client=httpx2.Client(transport=httpx2.MockTransport(server)))
+    return judges.AnthropicJudge(model, client=client)
+
+
+def test_anthropic_votes_tie_record_and_cache(graded, tmp_path):
+    rubric = rubrics.load()
+    server = Server(_answer(rubric, "pass"), _answer(rubric, "fail"))
+    cache = tmp_path / "cache"
+    kwargs = dict(authorize=True, votes=2, env=NO_ENV, cache_dir=cache)
+    record = run_visual(CASE, CASE / "reference", graded, tmp_path / "out", judge=_judge(server), **kwargs)
+    assert record["status"] == "graded" and record["score"] == 0.0          # a 1-1 tie is unclear everywhere
+    assert {v["verdict"] for v in record["verdicts"].values()} == {"unclear"}
+    assert record["judge"]["model_requested"] == "asked-model-20250101"
+    assert record["judge"]["models_answered"] == ["served-model", "served-model"]
+    assert record["judge"]["request_ids"] == ["req_1", "req_2"]
+    assert record["usage"]["input_tokens"] == 2000 and record["cache"]["hit"] is False
+    assert [v["verdicts"]["silhouette"]["verdict"] for v in record["votes"]] == ["pass", "fail"]
+    assert server.calls == 2
+    again = run_visual(CASE, CASE / "reference", graded, tmp_path / "out2", judge=_judge(server), **kwargs)
+    assert server.calls == 2 and again["cache"]["hit"] is True                # no new call
+    assert again["score"] == record["score"] and again["votes"] == record["votes"]
+    other = run_visual(CASE, CASE / "reference", graded, tmp_path / "out3", judge=_judge(server, "other-model"),
+                       **kwargs)
+    assert server.calls == 4 and other["cache"]["hit"] is False               # the model is in the key
+
+
+def test_majority_of_three(graded, tmp_path):
+    rubric = rubrics.load()
+    server = Server(_answer(rubric, "pass"), _answer(rubric, "fail"), _answer(rubric, "pass"))
+    record = run_visual(CASE, CASE / "reference", graded, tmp_path / "out", judge=_judge(server), authorize=True,
+                        votes=3, env=NO_ENV)
+    assert record["status"] == "graded" and record["score"] == 1.0
+
+
+def test_any_error_vote_is_an_error_and_is_not_cached(graded, tmp_path):
+    rubric = rubrics.load()
+    server = Server(_answer(rubric), _answer(rubric, drop=("placement",)), _answer(rubric))
+    cache = tmp_path / "cache"
+    record = run_visual(CASE, CASE / "reference", graded, tmp_path / "out", judge=_judge(server), authorize=True,
+                        votes=3, env=NO_ENV, cache_dir=cache)
+    assert record["status"] == "error" and record["score"] is None and record["verdicts"] is None
+    assert "missing_criterion" in record["reason"] and server.calls == 2     # stops at the failed vote
+    assert record["votes"][1]["error"]["kind"] == "missing_criterion"
+    assert not list(cache.glob("*.json"))
+    good = Server(_answer(rubric))
+    again = run_visual(CASE, CASE / "reference", graded, tmp_path / "out2", judge=_judge(good), authorize=True,
+                       votes=3, env=NO_ENV, cache_dir=cache)
+    assert good.calls == 3 and again["status"] == "graded"
+
+
+def test_server_errors_past_the_retries_make_the_grade_an_error(graded, tmp_path):
+    failing = httpx2.Response(500, headers={"retry-after-ms": "1"},
+                              json={"type": "error", "error": {"type": "api_error", "message": "boom"}})
+    server = Server(failing)
+    record = run_visual(CASE, CASE / "reference", graded, tmp_path / "out", judge=_judge(server), authorize=True,
+                        env=NO_ENV)
+    assert record["status"] == "error" and record["score"] is None and "http_500" in record["reason"]
+    assert server.calls == 2
