@@ -32,6 +32,24 @@ STAGE_RULE = "stage_reads"
 VALIDITY_RULES = tuple(RULES) + (STAGE_RULE,)
 
 
+# Matching is quadratic in element counts: a candidate with far more elements than any
+# repair of the reference could have is refused before matching, not left to time out.
+FLOOD_FACTOR, FLOOD_SLACK = 10, 200
+
+
+def _flooded(reference, candidate) -> str | None:
+    for what, ref_count, cand_count in (
+        ("rigid bodies", len(reference.bodies), len(candidate.bodies)),
+        ("joints", len(reference.joints), len(candidate.joints)),
+        ("visible components", len(reference.components), len(candidate.components)),
+        ("colliders", len(reference.colliders), len(candidate.colliders)),
+    ):
+        if cand_count > FLOOD_FACTOR * ref_count + FLOOD_SLACK:
+            return (f"the candidate has {cand_count} {what}, the reference {ref_count}: more than "
+                    f"{FLOOD_FACTOR} x {ref_count} + {FLOOD_SLACK}, beyond any repair of this asset")
+    return None
+
+
 class GradingSession:
     def __init__(self, case: Case, submission: Path):
         self.case = case
@@ -61,10 +79,15 @@ class GradingSession:
         if self.validity.valid:
             start = time.perf_counter()
             try:
-                self.candidate = read_snapshot(self.validity.root_layer, profile.sampling)
-                self.stage_rule = GateResult(
-                    STAGE_RULE, True, f"composed: {len(self.candidate.bodies)} bodies, {len(self.candidate.joints)} joints"
-                )
+                candidate = read_snapshot(self.validity.root_layer, profile.sampling)
+                flood = _flooded(self.reference, candidate)
+                if flood:
+                    self.stage_rule = GateResult(STAGE_RULE, False, flood)
+                else:
+                    self.candidate = candidate
+                    self.stage_rule = GateResult(
+                        STAGE_RULE, True, f"composed: {len(candidate.bodies)} bodies, {len(candidate.joints)} joints"
+                    )
             except StageOpenError as error:
                 self.stage_rule = GateResult(STAGE_RULE, False, str(error))
             self._lap("candidate_snapshot", start)

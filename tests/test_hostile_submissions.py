@@ -705,3 +705,15 @@ def test_targeted_joint_rotation_nan_costs_only_fault_credit(tmp_path, outcome_t
     assert g["status"] == "graded", g["reasons"]
     assert {c["fault"]: c["passed"] for c in g["checks"]}["f1"] is True
     assert 0.0 < r.reward["authored_usd"] < 1.0
+
+
+def test_body_flood_is_refused_before_matching(tmp_path, outcome_table):
+    """Hundreds of dummy bodies: refused as invalid at once, never a quadratic match that times out."""
+    submission = copy_of(ANT, "reference", tmp_path)
+    root = root_of(submission)
+    extra = "".join(
+        f'\ndef Xform "Dummy{i:04d}" (\n    prepend apiSchemas = ["PhysicsRigidBodyAPI"]\n)\n{{\n}}\n' for i in range(500)
+    )
+    root.write_text(root.read_text() + extra)
+    r = grade("ant_500_dummy_bodies", ANT, submission, tmp_path / "out", outcome_table)
+    assert_rejected(r, "invalid", "stage_reads", ("rigid bodies", "beyond any repair"))
