@@ -48,6 +48,8 @@ def test_single_fault_repair_scores_strictly_between(case_id, repaired, tmp_path
     fault_id = faults[repaired][0]
     ours = [c for c in profile.checks if c.fault == fault_id]
     assert g["targeted_repair_fraction"] == pytest.approx(len(ours) / len(profile.checks))
+    # The repaired fault's checks are at tolerance (progress 1), the others unchanged from the input (0).
+    assert g["targeted_semantic_score"] == pytest.approx(len(ours) / len(profile.checks))
     passed = {c["id"]: c["passed"] for c in g["checks"]}
     assert all(passed[c.id] for c in ours)
     assert not any(passed[c.id] for c in profile.checks if c.fault != fault_id)

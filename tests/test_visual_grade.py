@@ -20,16 +20,8 @@ NO_ENV: dict = {}
 AUTH_ENV = {AUTHORIZE_ENV: "1"}
 
 
-@pytest.fixture(autouse=True)
-def no_network(monkeypatch):
-    """Any attempt to open a real connection fails the test (the mock transport needs none)."""
-    import socket
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("a visual test tried to touch the network")
-
-    monkeypatch.setattr(socket.socket, "connect", refuse)
-    monkeypatch.setattr(socket, "create_connection", refuse)
+# Any attempt to open a real connection fails the test (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("no_network")
 
 
 @pytest.fixture(scope="module")

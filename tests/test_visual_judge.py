@@ -25,16 +25,8 @@ MODEL_ASKED = "claude-test-20250101"
 MODEL_ANSWERED = "claude-test-20250101-served"
 
 
-@pytest.fixture(autouse=True)
-def no_network(monkeypatch):
-    """Any attempt to open a real connection fails the test (the mock transport needs none)."""
-    import socket
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("a visual test tried to touch the network")
-
-    monkeypatch.setattr(socket.socket, "connect", refuse)
-    monkeypatch.setattr(socket, "create_connection", refuse)
+# Any attempt to open a real connection fails the test (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("no_network")
 
 
 def answer(verdicts: dict[str, str] | None = None, drop=(), views=("candidate/front",)) -> dict:
