@@ -13,6 +13,8 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 
+import numpy as np
+
 from stage_snapshot import geometry
 from stage_snapshot.model import VisualComponent
 
@@ -37,24 +39,46 @@ def _corresponding(ref: VisualComponent, cand: VisualComponent) -> bool:
     )
 
 
-def fit(ref: VisualComponent, cand: VisualComponent) -> dict:
-    """rotation_deg, translation_m, residual_m of the best rigid fit (memoized per pair)."""
+def fit(ref: VisualComponent, cand: VisualComponent, tolerance: float = 0.0) -> dict:
+    """rotation_deg, translation_m, residual_m of the best rigid fit (memoized per pair).
+
+    Fast path: identical sampling (same triangles) gives corresponding samples and an
+    exact Kabsch fit. When that does not explain the candidate within `tolerance`
+    (another triangulation of the same surface samples differently), ICP aligns the
+    samples and the residual is measured against the other side's *surface*, so
+    sampling and triangulation never read as a change of shape.
+    """
     key = (id(ref), id(cand))
     hit = _FITS.get(key)
     if hit is not None and hit[0] is ref and hit[1] is cand:
         return hit[2]
+    result = None
     if _corresponding(ref, cand):
         result = geometry.fit_corresponding(ref.samples, cand.samples)
-    else:
-        split = geometry.split_placement_and_shape(ref.samples, cand.samples)
-        result = {
-            "rotation_deg": float(split["rotation_deg"]),
-            "translation_m": float(split["translation_m"]),
-            "residual_m": float(split["residual"]["mean_distance"]),
-        }
+    if result is None or result["residual_m"] > tolerance:
+        aligned = _surface_fit(ref, cand)
+        if result is None or aligned["residual_m"] < result["residual_m"]:
+            result = aligned
     _FITS[key] = (ref, cand, result)  # holding the objects keeps their ids unique
     if len(_FITS) > _FIT_CACHE_SIZE:
         _FITS.popitem(last=False)
+    return result
+
+
+def _surface_fit(ref: VisualComponent, cand: VisualComponent) -> dict:
+    split = geometry.split_placement_and_shape(ref.samples, cand.samples)
+    rotation = np.asarray(split["rotation"])
+    center = ref.samples.mean(axis=0)
+    shift = center + np.asarray(split["translation"]) - rotation @ center   # cand ~ R ref + shift
+    result = {"rotation_deg": float(split["rotation_deg"]), "translation_m": float(split["translation_m"])}
+    if ref.surface is None or cand.surface is None:
+        result["residual_m"] = float(split["residual"]["mean_distance"])
+        return result
+    moved_samples = ref.samples @ rotation.T + shift
+    moved_vertices = np.asarray(ref.surface[0]) @ rotation.T + shift
+    to_cand = geometry.surface_distances(moved_samples, *cand.surface)
+    to_ref = geometry.surface_distances(cand.samples, moved_vertices, ref.surface[1])
+    result["residual_m"] = float(0.5 * (to_cand.mean() + to_ref.mean()))
     return result
 
 
@@ -65,7 +89,7 @@ def placement(cmp: Comparison, target: str):
         return {"offset_m": Component(MISSING, tol_m, list(ref.centroid), "missing or hidden"),
                 "rotation_deg": Component(MISSING, tol_deg)}
     offset = math.dist(ref.centroid, cand.centroid)
-    rotation = fit(ref, cand)["rotation_deg"]
+    rotation = fit(ref, cand, cmp.tolerances["geometry_shape_m"])["rotation_deg"]
     return {
         "offset_m": Component(offset, tol_m, list(ref.centroid), list(cand.centroid)),
         "rotation_deg": Component(rotation, tol_deg),
@@ -80,7 +104,7 @@ def shape(cmp: Comparison, target: str):
         return {"residual_m": Component(MISSING, tol_m, None, "missing or hidden"),
                 "area": Component(MISSING, tol_area, ref.area, None)}
     return {
-        "residual_m": Component(fit(ref, cand)["residual_m"], tol_m),
+        "residual_m": Component(fit(ref, cand, tol_m)["residual_m"], tol_m),
         "area": Component(log_ratio(ref.area, cand.area), tol_area, ref.area, cand.area),
     }
 

@@ -664,3 +664,23 @@ def fit_corresponding(reference_points, candidate_points) -> dict:
         "translation_m": float(np.linalg.norm(moved.mean(axis=0) - ref.mean(axis=0))),
         "residual_m": float(np.linalg.norm(moved - cand, axis=1).mean()),
     }
+
+
+def surface_distances(points, vertices, faces, candidates: int = 16) -> np.ndarray:
+    """Distance from each point to the triangle surface (vertices, faces), in metres.
+
+    Exact point-triangle distances to the `candidates` triangles whose centroids
+    are nearest: independent of how either side was sampled or triangulated.
+    """
+    from .colliders import _point_triangle_distance
+
+    pts = _as_points(points)
+    tris = np.asarray(vertices, dtype=np.float64)[np.asarray(faces, dtype=np.int64)]
+    if len(pts) == 0 or len(tris) == 0:
+        return np.full(len(pts), np.inf)
+    k = min(candidates, len(tris))
+    _, index = cKDTree(tris.mean(axis=1)).query(pts, k=k, workers=1)
+    index = np.asarray(index).reshape(len(pts), k)
+    near = tris[index.reshape(-1)]
+    d = _point_triangle_distance(np.repeat(pts, k, axis=0), near[:, 0], near[:, 1], near[:, 2])
+    return np.asarray(d).reshape(len(pts), k).min(axis=1)

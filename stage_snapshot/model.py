@@ -130,6 +130,7 @@ class VisualComponent:
     centroid: Vec3
     samples: Any = field(compare=False, repr=False)   # (n, 3) float64 numpy array, metres
     material: Any = None       # materials.VisualMaterial (the bound one, or the display colour)
+    surface: Any = field(default=None, compare=False, repr=False)  # (vertices (N,3) m, faces (M,3)), world
 
 
 @dataclass(frozen=True)

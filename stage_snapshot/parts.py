@@ -79,6 +79,7 @@ def read_parts(stage: Usd.Stage, body_paths: set[str], mpu: float, kgpu: float, 
                     centroid=_centroid(soup),
                     samples=geometry.sample_surface(soup, surface_samples, content_seed(seed, soup)),
                     material=materials.visual_material(prim) or materials.display_surface(prim),
+                    surface=(soup.vertices, soup.faces),
                 )
         if prim.HasAPI(UsdPhysics.CollisionAPI):
             enabled = UsdPhysics.CollisionAPI(prim).GetCollisionEnabledAttr().Get()

@@ -136,3 +136,41 @@ def test_hidden_healthy_part_is_unmatched(tmp_path):
     cmp = compare(ASSETS / "cabinet_cm", candidate)
     assert cmp.match.components["/Cabinet/Door/Knob"] is None
     assert measure(cmp, "geometry", "shape", "/Cabinet/Door/Knob").passed is False
+
+
+def _retriangulate(prim_path: str, package: Path) -> None:
+    """Same surface, other triangles: every quad's fan starts at its next vertex."""
+    root = root_layer_of(package)
+    stage = Usd.Stage.Open(str(root))
+    mesh = UsdGeom.Mesh(stage.GetPrimAtPath(prim_path))
+    counts = list(mesh.GetFaceVertexCountsAttr().Get())
+    indices = list(mesh.GetFaceVertexIndicesAttr().Get())
+    rotated, start = [], 0
+    for n in counts:
+        face = indices[start:start + n]
+        rotated += face[1:] + face[:1]
+        start += n
+    assert rotated != indices
+    mesh.GetFaceVertexIndicesAttr().Set(rotated)
+    stage.GetRootLayer().Save()
+
+
+def test_another_triangulation_of_the_same_surface_is_the_same_shape(tmp_path):
+    candidate = variants.flatten(ASSETS / "cabinet_cm", tmp_path / "retri")
+    for path in ("/Cabinet/Door/Visuals/Panel", "/Cabinet/Drawer/Visuals/Front", "/Cabinet/Drawer/Handle"):
+        _retriangulate(path, candidate)
+    cmp = compare(ASSETS / "cabinet_cm", candidate)
+    assert failures(cmp, "geometry") == []
+    assert failures(cmp, "collision") == []
+
+
+def test_reshaped_part_still_fails_when_triangulated_differently(tmp_path):
+    candidate = variants.flatten(ASSETS / "cabinet_cm", tmp_path / "retri")
+    _retriangulate("/Cabinet/Door/Visuals/Panel", candidate)
+    stage = Usd.Stage.Open(str(root_layer_of(candidate)))
+    mesh = UsdGeom.Mesh(stage.GetPrimAtPath("/Cabinet/Door/Visuals/Panel"))
+    points = mesh.GetPointsAttr().Get()
+    mesh.GetPointsAttr().Set([Gf.Vec3f(p[0], p[1], p[2] * 1.3) for p in points])
+    stage.GetRootLayer().Save()
+    cmp = compare(ASSETS / "cabinet_cm", candidate)
+    assert measure(cmp, "geometry", "shape", "/Cabinet/Door/Visuals/Panel").passed is False
