@@ -47,6 +47,9 @@ class Comparison:
     candidate: StageSnapshot
     match: Correspondence
     tolerances: dict[str, float]
+    # Gate measurements by (family, measure, target): preservation and objective gates
+    # look at the same elements, and each is measured once (see registry.measure).
+    memo: dict = field(default_factory=dict, init=False, compare=False, repr=False)
 
 
 MeasureFn = Callable[[Comparison, str], "dict[str, Component] | Unmeasured"]

@@ -26,10 +26,14 @@ def measure(
 ) -> Measurement:
     module = FAMILIES[family]
     check_id = check_id or f"{family}.{name}:{target}"
-    if target not in module.targets(cmp.reference, name):
-        result = Unmeasured(f"the reference has no {family} {target}")
-    else:
-        result = module.MEASURES[name](cmp, target)
+    key = (family, name, target)
+    result = cmp.memo.get(key)
+    if result is None:
+        if target not in module.targets(cmp.reference, name):
+            result = Unmeasured(f"the reference has no {family} {target}")
+        else:
+            result = module.MEASURES[name](cmp, target)
+        cmp.memo[key] = result  # measure functions are pure: the result depends on the key alone
     return grade(check_id, family, name, target, result, input_errors)
 
 
