@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .digest import file_digest, tree_digest
-from .schema import Profile, ProfileError, load_profile
+from .schema import SCORING_VERSION, Profile, ProfileError, load_profile
 
 
 class CaseError(Exception):
@@ -59,6 +59,11 @@ def load_case(root: str | Path, verify_digests: bool = True) -> Case:
         profile = load_profile(paths.profile)
     except ProfileError as error:
         raise CaseError(f"malformed profile: {error}") from error
+    if profile.scoring_version != SCORING_VERSION:
+        # Frozen input errors are measured by the scoring code: another version would
+        # grade progress against errors it did not measure.
+        raise CaseError(f"the profile was frozen for scoring version {profile.scoring_version!r}; "
+                        f"this verifier scores version {SCORING_VERSION!r}: re-freeze the case")
     case = Case(paths, profile, file_digest(paths.profile))
     if not case.reference_root_layer.is_file():
         raise CaseError(f"reference root layer {case.reference_root_layer} does not exist")

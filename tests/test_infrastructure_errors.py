@@ -118,6 +118,15 @@ def test_malformed_profile_is_an_infrastructure_error(case, submission, tmp_path
     assert r.grade["checks"] == []  # no profile, no checks to report
 
 
+def test_profile_frozen_for_another_scoring_version(case, submission, tmp_path):
+    d = json.loads((case / "profile.json").read_text())
+    d["scoring_version"] = "0"
+    (case / "profile.json").write_text(json.dumps(d))
+    out = tmp_path / "out"
+    r = grade(case, submission, out)
+    assert_infrastructure_error(r, out, "scoring version", "re-freeze")
+
+
 def test_case_without_input_folder(case, submission, tmp_path):
     shutil.rmtree(case / "input")
     out = tmp_path / "out"
