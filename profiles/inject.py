@@ -462,11 +462,7 @@ def _own_size_units(stage: Usd.Stage, prim: Usd.Prim) -> float:
     cache = UsdGeom.BBoxCache(Usd.TimeCode.Default(), [UsdGeom.Tokens.default_, UsdGeom.Tokens.render,
                                                       UsdGeom.Tokens.proxy, UsdGeom.Tokens.guide])
     box = Gf.Range3d()
-    it = iter(Usd.PrimRange(prim, Usd.TraverseInstanceProxies()))
-    for p in it:
-        if p != prim and p.HasAPI(UsdPhysics.RigidBodyAPI):
-            it.PruneChildren()
-            continue
+    for p in own_prims(prim):
         if p.IsA(UsdGeom.Gprim):
             box = Gf.Range3d.GetUnion(box, cache.ComputeWorldBound(p).ComputeAlignedRange())
     size = max(box.GetSize()) if not box.IsEmpty() else 0.0
@@ -568,16 +564,18 @@ def visual_material(stage, target, rng, dirty) -> str:
     return note
 
 
-def _own_colliders(body: Usd.Prim) -> list[Usd.Prim]:
-    out = []
+def own_prims(body: Usd.Prim):
+    """The body prim and its descendants, not descending into nested rigid bodies."""
     it = iter(Usd.PrimRange(body, Usd.TraverseInstanceProxies()))
     for p in it:
         if p != body and p.HasAPI(UsdPhysics.RigidBodyAPI):
             it.PruneChildren()
             continue
-        if p.HasAPI(UsdPhysics.CollisionAPI):
-            out.append(p)
-    return out
+        yield p
+
+
+def _own_colliders(body: Usd.Prim) -> list[Usd.Prim]:
+    return [p for p in own_prims(body) if p.HasAPI(UsdPhysics.CollisionAPI)]
 
 
 def _physics_binding(prim: Usd.Prim) -> Usd.Prim | None:

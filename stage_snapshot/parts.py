@@ -23,7 +23,8 @@ DEFAULT_SURFACE_SAMPLES = 1024
 DEFAULT_FREE_SPACE_SAMPLES = 512
 
 
-def _owner(path: str, body_paths: set[str]) -> str | None:
+def owner_body(path: str, body_paths: set[str]) -> str | None:
+    """The rigid body a prim belongs to: itself or its nearest ancestor body."""
     parts = path.split("/")
     for end in range(len(parts), 1, -1):
         candidate = "/".join(parts[:end])
@@ -64,7 +65,7 @@ def read_parts(stage: Usd.Stage, body_paths: set[str], mpu: float, kgpu: float, 
         if not prim.IsA(UsdGeom.Gprim):
             continue
         path = str(prim.GetPath())
-        body = _owner(path, body_paths)
+        body = owner_body(path, body_paths)
         world = xforms.GetLocalToWorldTransform(prim)
         if is_visible(prim):
             soup = geometry.prim_triangles(prim, world, mpu)

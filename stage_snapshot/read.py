@@ -15,7 +15,7 @@ from pathlib import Path
 from pxr import Gf, Sdf, Tf, Usd, UsdGeom, UsdPhysics
 
 from . import spatial
-from .parts import read_parts
+from .parts import owner_body, read_parts
 from .model import ArticulationRoot, Body, BodyShape, Drive, Joint, Limit, Pose, StageSnapshot
 
 JOINT_TYPES = {
@@ -126,12 +126,8 @@ def _quat(q) -> tuple[float, float, float, float]:
 
 
 def _nearest_ancestor(path: str, body_paths: set[str]) -> str | None:
-    parent = Sdf.Path(path).GetParentPath()
-    while parent != Sdf.Path.absoluteRootPath and not parent.isEmpty:
-        if str(parent) in body_paths:
-            return str(parent)
-        parent = parent.GetParentPath()
-    return None
+    """The nearest rigid body strictly above `path` (the body it is nested in)."""
+    return owner_body(str(Sdf.Path(path).GetParentPath()), body_paths)
 
 
 def _own_prims(body_prim: Usd.Prim, body_paths: set[str]):
