@@ -37,6 +37,16 @@ def measure(
     return grade(check_id, family, name, target, result, input_errors)
 
 
+def every_measurement(reference) -> list[tuple[str, str, str]]:
+    """Every (family, measure, target) the reference has: what the objective gates measure."""
+    return [
+        (family, name, target)
+        for family, module in FAMILIES.items()
+        for name in module.MEASURES
+        for target in module.targets(reference, name)
+    ]
+
+
 def unmeasured(family: str, name: str, target: str, check_id: str, reason: str) -> Measurement:
     """A check that could not run because the candidate cannot be read (invalid submission)."""
     m = grade(check_id, family, name, target, Unmeasured(reason), None)

@@ -10,6 +10,7 @@ from checks import joints, mass
 from checks.measurement import Comparison
 from profiles.schema import Profile
 
+from .names import PRESERVATION_GATES
 from .objective import failed, measure_all
 from .results import GateResult, from_failures
 
@@ -128,4 +129,4 @@ GATES = {
     "composition_errors": composition_errors,
     "joint_count": joint_count,
 }
-PRESERVATION_GATES = tuple(GATES)
+assert tuple(GATES) == PRESERVATION_GATES, "gates/names.py lists the preservation gates in test order"

@@ -622,6 +622,13 @@ def check_submission(
         )
 
 
+def timed_validity(submission: str | os.PathLike, limits: ResourceLimits) -> tuple[ValidityReport, float]:
+    """check_submission and its wall time in seconds (run in the background by the plugin)."""
+    start = time.perf_counter()
+    report = check_submission(submission, limits)
+    return report, round(time.perf_counter() - start, 6)
+
+
 def _not_checked(rule: str, earlier: str, extra: str = "") -> RuleResult:
     return RuleResult(rule, False, f"not checked: {earlier} failed" + (f"; {extra}" if extra else ""))
 

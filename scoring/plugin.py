@@ -5,29 +5,41 @@
   parametrization), switch pytest-json-report on, and add the gate tests to
   the collection (the command names only `checks`).
 - tests: `check_spec`, `validity_rule`, `preservation_gate`, `objective_gate`
-  are parametrized from the profile; the `grading` fixture builds one
-  GradingSession per process.
+  are parametrized from the profile; the `grading` fixture gives the one
+  GradingSession of the process. Serially it is built on first use; xdist workers
+  build theirs together right after collection, sharing the work through a folder
+  the controller made (scoring/work_share.py), so every claimed unit is finished
+  even by a worker that is given no test.
+- start-up: only light modules are imported here (the controller never measures),
+  and the validity gate's worker process starts at configure, so it runs while
+  the measuring code is imported.
 - sessionfinish (controller only, after json-report built its report): decide
   the outcome from the report and write OUT/reward.json and OUT/grade.json.
 """
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from gates.objective import OBJECTIVE_GATES
-from gates.preservation import PRESERVATION_GATES
+from gates.names import OBJECTIVE_GATES, PRESERVATION_GATES, VALIDITY_RULES
+from gates.validity import ResourceLimits, timed_validity
 from profiles.case import Case, CaseError, load_case
 
 from . import outputs, report
 from .reward import INFRASTRUCTURE_EXIT, OUTCOMES, Expected, decide, records_from_report
-from .session import VALIDITY_RULES, GradingSession
+from .work_share import WORKER_INPUT_KEY, LocalWork, SharedWork
+
+if TYPE_CHECKING:
+    from .session import GradingSession
 
 GATES_DIR = Path(__file__).resolve().parent.parent / "gates"
 
@@ -41,8 +53,13 @@ class RunState:
     case: Case | None = None
     case_error: str | None = None
     session: GradingSession | None = None
+    session_error: BaseException | None = None
     grade: dict | None = None
     timer: threading.Timer | None = None
+    work: LocalWork | SharedWork | None = None
+    shared_folder: Path | None = None      # the controller's, under xdist
+    validity: Future | None = None         # the validity gate, started at configure
+    background: ThreadPoolExecutor | None = None
 
     def expected(self) -> Expected:
         profile = self.case.profile
@@ -69,6 +86,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def is_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
+
+
+def is_controller(config: pytest.Config) -> bool:
+    """The xdist controller: it distributes the tests and never runs one."""
+    return not is_worker(config) and getattr(config.option, "dist", "no") != "no"
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -103,6 +125,50 @@ def pytest_configure(config: pytest.Config) -> None:
     except Exception as error:  # a verifier fault while reading the case
         state.case_error = f"unexpected {type(error).__name__} while loading the case: {error}"
     config.stash[STATE] = state
+    _start_work(config, state)
+
+
+def _start_work(config: pytest.Config, state: RunState) -> None:
+    """Set up who does the run's work, and start the validity gate early."""
+    if is_controller(config):
+        state.shared_folder = SharedWork.create()
+        return
+    folder = config.workerinput.get(WORKER_INPUT_KEY) if is_worker(config) else None
+    state.work = SharedWork(folder) if folder else LocalWork()
+    if state.case is None or not state.work.claim("submission"):
+        return
+    try:
+        limits = ResourceLimits.from_dict(state.case.profile.limits)
+    except ValueError:
+        return  # the session reports the malformed limits as a case error
+    # The gate's USD work runs in its own capped process: this thread only waits for it.
+    state.background = ThreadPoolExecutor(1, thread_name_prefix="usdgrade-validity")
+    state.validity = state.background.submit(timed_validity, state.submission, limits)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    """xdist, on the controller: tell each worker where the run's shared work lives."""
+    state = node.config.stash.get(STATE, None)
+    if state is not None and state.shared_folder is not None:
+        node.workerinput[WORKER_INPUT_KEY] = str(state.shared_folder)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """xdist workers build their session now, given tests or not: a unit one of them
+    claimed must be finished, or the others would wait for it."""
+    state = session.config.stash.get(STATE, None)
+    if state is not None and state.case is not None and state.work is not None and state.work.shared:
+        _build_session(state)
+
+
+def _build_session(state: RunState) -> None:
+    from .session import GradingSession  # the measuring code: pxr, scipy, every check family
+
+    try:
+        state.session = GradingSession(state.case, state.submission, state.work, state.validity)
+    except Exception as error:  # raised again by every test that needs it: an infrastructure error
+        state.session_error = error
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -125,8 +191,10 @@ def grading(request: pytest.FixtureRequest) -> GradingSession:
     state = request.config.stash.get(STATE, None)
     if state is None or state.case is None:
         pytest.fail("no case loaded", pytrace=False)
-    if state.session is None:
-        state.session = GradingSession(state.case, state.submission)
+    if state.session is None and state.session_error is None:
+        _build_session(state)
+    if state.session_error is not None:
+        raise state.session_error
     return state.session
 
 
@@ -172,6 +240,16 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if exit_code is not None:
         session.exitstatus = exit_code
     state.grade = grade
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    state = config.stash.get(STATE, None)
+    if state is None:
+        return
+    if state.background is not None:
+        state.background.shutdown(wait=True)
+    if state.shared_folder is not None:
+        shutil.rmtree(state.shared_folder, ignore_errors=True)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:

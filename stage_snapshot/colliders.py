@@ -66,8 +66,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
 from scipy.spatial import ConvexHull, QhullError, cKDTree
 
 from pxr import Usd, UsdGeom, UsdPhysics
@@ -799,6 +797,9 @@ def mesh_solid(soup: TriangleSoup, approximation: str = "none") -> Solid | None:
         n = len(verts)
         u = faces.reshape(-1)
         v = faces[:, [1, 2, 0]].reshape(-1)
+        from scipy.sparse import coo_matrix  # only open decomposed meshes need the graph code
+        from scipy.sparse.csgraph import connected_components
+
         graph = coo_matrix((np.ones(len(u)), (u, v)), shape=(n, n))
         ncomp, labels = connected_components(graph, directed=False)
         parts = []
