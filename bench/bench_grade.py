@@ -3,18 +3,23 @@
     python bench/bench_grade.py [--quick] [--sizes 20x50000,50x200000] [--no-peer] [--no-dog] [--format usda]
 
 Per asset (the reference package graded as the candidate of a case):
-  grade    wall time of the operator's exact command, `python -m pytest checks ...`, in a child
+  grade    wall time of the operator's exact command, `python -m pytest checks ...`, in a child,
+           run by the operator's install: a venv holding only the verifier and its dependencies
+           (/tmp/usdgrade-bench-venv, `pip install -e .`, made on demand; `--python PATH` picks
+           another interpreter: a machine with more pytest plugins starts slower)
   floor    a fresh python that imports pxr, opens both stages and runs the UsdPhysics parser on both
   peer     omniverse-asset-validator's `omni_asset_validate` on the candidate root layer (own venv in
            /tmp/oav-venv, created on demand; "unavailable" with the reason when it cannot be installed)
   peak     peak resident memory of the grade (/usr/bin/time -v, else getrusage of the children)
   split    grade.json "timings": validity, reference and candidate snapshots, correspondence, total
-           (in-session), plus start-up = `python -c 'import pxr, scipy, trimesh'`
+           (in-session), and outside = grade - total (interpreter, pytest, imports, writing);
+           start-up = `python -c 'import pxr, scipy, trimesh'`
 Assets: committed suite cases (cartpole, ant, cheetah), dm_control's dog converted with the
 converter venv (/tmp/convenv) when available, and generated chains (bench/generate.py) at several
 sizes. Cases for dog and the generated assets are made on the fly: a joint_frame fault injected
 with profiles.inject, the profile built with profiles.freeze.build_profile (not self-graded).
-Last, the largest asset is graded serially and with `-n 2`.
+Last, the largest asset is graded serially and with `-n 2` (the workers share the work:
+scoring/work_share.py).
 """
 from __future__ import annotations
 
@@ -35,6 +40,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 OAV_VENV = Path(os.environ.get("OAV_VENV", "/tmp/oav-venv"))
+GRADE_VENV = Path(os.environ.get("USDGRADE_BENCH_VENV", "/tmp/usdgrade-bench-venv"))
+PYTHON = sys.executable  # the grading interpreter: set in main()
 CONVENV = Path(os.environ.get("CONVENV", "/tmp/convenv"))
 TIME_BIN = "/usr/bin/time"
 SUITE = [  # (label, committed case)
@@ -44,7 +51,7 @@ SUITE = [  # (label, committed case)
 ]
 FULL_SIZES = [(20, 50_000), (50, 200_000), (100, 500_000), (200, 1_000_000)]
 QUICK_SIZES = [(20, 50_000)]
-STAGES = ("validity", "reference_snapshot", "candidate_snapshot", "correspondence", "total")
+STAGES = ("validity", "reference_snapshot", "candidate_snapshot", "correspondence", "total")  # grade.json timings
 FLOOR_CODE = """
 import sys
 from pxr import Sdf, Usd, UsdPhysics
@@ -193,7 +200,7 @@ def converted_dog(work: Path, timeout: float) -> Path:
 
 def grade(case: Path, out: Path, timeout: float, extra: tuple[str, ...] = ()) -> tuple[float, float | None, dict]:
     shutil.rmtree(out, ignore_errors=True)
-    command = [sys.executable, "-m", "pytest", "checks", "--case", str(case), "--submission", str(case / "reference"),
+    command = [PYTHON, "-m", "pytest", "checks", "--case", str(case), "--submission", str(case / "reference"),
                "--out", str(out), "-q", "-p", "no:cacheprovider", *extra]
     wall, peak, proc = run_child(command, timeout, measure_memory=True)
     try:
@@ -207,17 +214,33 @@ def grade(case: Path, out: Path, timeout: float, extra: tuple[str, ...] = ()) ->
 
 def floor(case: Path, timeout: float) -> float:
     roots = [str(root_layer(case / "reference")), str(root_layer(case / "reference"))]
-    wall, _, proc = run_child([sys.executable, "-c", FLOOR_CODE, *roots], timeout)
+    wall, _, proc = run_child([PYTHON, "-c", FLOOR_CODE, *roots], timeout)
     if proc.returncode != 0:
         raise ChildFailed(f"floor failed: {proc.stderr.strip()[-300:]}")
     return wall
 
 
 def startup(timeout: float) -> float:
-    wall, _, proc = run_child([sys.executable, "-c", "import pxr, scipy, trimesh"], timeout)
+    wall, _, proc = run_child([PYTHON, "-c", "import pxr, scipy, trimesh"], timeout)
     if proc.returncode != 0:
         raise ChildFailed(proc.stderr.strip()[-300:])
     return wall
+
+
+def ensure_grading_venv(timeout: float) -> str:
+    """The operator's install: a venv with only the verifier (editable, so this checkout) and its deps."""
+    py = GRADE_VENV / "bin" / "python"
+    if not py.exists():
+        print(f"installing the verifier in {GRADE_VENV} ...", flush=True)
+        _, _, proc = run_child([sys.executable, "-m", "venv", str(GRADE_VENV)], timeout)
+        if proc.returncode != 0:
+            raise ChildFailed(f"venv failed: {proc.stderr.strip()[-200:]}")
+    _, _, proc = run_child([str(py), "-c", "import scoring, sys; print(scoring.__file__)"], 120)
+    if proc.returncode != 0 or not proc.stdout.strip().startswith(str(REPO)):
+        _, _, proc = run_child([str(py), "-m", "pip", "install", "-q", "-e", str(REPO)], timeout)
+        if proc.returncode != 0:
+            raise ChildFailed(f"pip install -e failed: {proc.stderr.strip().splitlines()[-1:]}")
+    return str(py)
 
 
 def ensure_peer(timeout: float) -> Path:
@@ -264,11 +287,13 @@ def print_table(rows: list[Row], start_up: float | None) -> None:
     print()
     print(f"start-up (python -c 'import pxr, scipy, trimesh'): {fmt(start_up)} s")
     head = (f"{'asset':<22}{'bodies':>7}{'tris':>9}{'grade s':>9}{'floor s':>9}{'peer s':>8}"
-            f"{'g/floor':>9}{'g/peer':>8}{'peak MB':>9}  split s: validity ref cand corr total")
+            f"{'g/floor':>9}{'g/peer':>8}{'peak MB':>9}  split s: validity ref cand corr total outside")
     print(head)
     print("-" * len(head))
     for r in rows:
         split = " ".join(fmt(r.split.get(f"{k}_s")) for k in STAGES)
+        total = r.split.get("total_s")
+        split += " " + fmt(None if r.grade is None or total is None else r.grade - total)
         print(f"{r.label:<22}{fmt(r.bodies, 'd'):>7}{fmt(r.triangles, 'd'):>9}{fmt(r.grade):>9}{fmt(r.floor):>9}"
               f"{fmt(r.peer):>8}{times(ratio(r.grade, r.floor)):>9}{times(ratio(r.grade, r.peer)):>8}"
               f"{fmt(r.peak_mb, '.0f'):>9}  {split}")
@@ -302,7 +327,12 @@ def main() -> int:
     parser.add_argument("--no-parallel", action="store_true", help="skip serial against -n 2")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds allowed to each child process")
     parser.add_argument("--keep", type=Path, default=None, help="work folder to keep (default: a temporary one)")
+    parser.add_argument("--python", default=None,
+                        help=f"grading interpreter (default: the verifier alone in {GRADE_VENV}, made on demand)")
     args = parser.parse_args()
+    global PYTHON
+    PYTHON = args.python or ensure_grading_venv(max(args.timeout, 300.0))
+    print(f"grading with {PYTHON}")
     sizes = args.sizes if args.sizes is not None else (QUICK_SIZES if args.quick else FULL_SIZES)
     suite = SUITE[:1] if args.quick else SUITE
     with_dog = not (args.quick or args.no_dog)

@@ -205,6 +205,8 @@ def _time_out(state: RunState, limit: float) -> None:
         outputs.write_json(state.out / outputs.GRADE_FILE, report.build(decision, [], state, time.time() - state.started))
         outputs.write_json(state.out / outputs.REWARD_FILE, {"authored_usd": decision.authored_usd})
     finally:
+        if state.shared_folder is not None:
+            shutil.rmtree(state.shared_folder, ignore_errors=True)  # os._exit skips unconfigure
         sys.stderr.write(f"usdgrade: {decision.infrastructure_error}\n")
         sys.stderr.flush()
         os._exit(INFRASTRUCTURE_EXIT)

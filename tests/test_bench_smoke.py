@@ -11,7 +11,8 @@ REPO = Path(__file__).resolve().parent.parent
 
 def test_bench_grade_quick_prints_table():
     proc = subprocess.run(
-        [sys.executable, "bench/bench_grade.py", "--quick", "--no-peer"],
+        # --python: the test's own interpreter (the default, a fresh venv, would need pip and time)
+        [sys.executable, "bench/bench_grade.py", "--quick", "--no-peer", "--python", sys.executable],
         cwd=REPO, capture_output=True, text=True, timeout=300,
     )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
@@ -21,3 +22,4 @@ def test_bench_grade_quick_prints_table():
     assert small, out
     assert re.search(r"^ratio small:\S+: grade/floor = [\d.]+x", out, re.M), out
     assert "peer: skipped (--no-peer)" in out
+    assert re.search(r"^serial vs -n 2 on \S+: serial [\d.]+ s .* -n 2 / serial = [\d.]+x; reward 1.0$", out, re.M), out

@@ -11,6 +11,7 @@ import math
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
 
@@ -402,3 +403,40 @@ def test_a_slightly_moved_part_keeps_its_match(tmp_path):
     stage.GetRootLayer().Save()
     match = correspond(snap, read_snapshot(layer_path))
     assert match.bodies[leaf] == leaf and match.extra_bodies == ()
+
+
+def _solver_assign(cost, bound):
+    """_assign's matching as the solver gives it, without the obvious-case shortcut."""
+    from scipy.optimize import linear_sum_assignment
+
+    n, m = cost.shape
+    never = 2.0 * bound + 1.0
+    real = np.where(np.isfinite(cost) & (cost <= bound), cost, never)
+    padded = np.full((n + m, m + n), never)
+    padded[:n, :m] = real
+    padded[:n, m:][np.diag_indices(n)] = bound
+    padded[n:, :m][np.diag_indices(m)] = bound
+    padded[n:, m:] = 0.0
+    rows, cols = linear_sum_assignment(padded)
+    return sorted((int(r), int(c)) for r, c in zip(rows, cols) if r < n and c < m and real[r, c] <= bound)
+
+
+def test_the_obvious_matching_shortcut_agrees_with_the_solver():
+    """Near-identity costs (a repair) take the shortcut; crowded ones fall back to the solver."""
+    from stage_snapshot.correspondence import _assign, _unique_best
+
+    rng = np.random.Generator(np.random.PCG64(7))
+    shortcut_taken = 0
+    for trial in range(400):
+        n, m = int(rng.integers(1, 9)), int(rng.integers(1, 9))
+        cost = rng.random((n, m)) * 2.0
+        if trial % 2:  # a repair: each row has one clearly cheapest column
+            for r in range(min(n, m)):
+                cost[r, r] = rng.random() * 0.05
+        if trial % 7 == 0:
+            cost[0, 0] = np.nan
+        if trial % 5 == 0 and m > 1:
+            cost[:, 1] = cost[:, 0]  # ties: never decided by the shortcut
+        shortcut_taken += _unique_best(np.where(np.isfinite(cost) & (cost <= 1.25), cost, 3.5), 1.25) is not None
+        assert sorted(_assign(cost, 1.25)) == _solver_assign(cost, 1.25), cost
+    assert 50 < shortcut_taken < 400  # both paths were exercised

@@ -95,10 +95,14 @@ def test_two_processes_sharing_a_folder_measure_what_one_process_measures(tmp_pa
 
 
 def test_a_parallel_selection_finishes(tmp_path):
-    """A worker given no test still finishes the unit it claimed: -k under -n 2 never hangs."""
-    r = run_grade(CASE, SUBMISSION, tmp_path / "out", ("-n", "2", "-k", "f1"), timeout=300)
+    """A worker given no test still finishes the unit it claimed: -k under -n 2 never hangs.
+    The shared folder goes with the run."""
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    r = run_grade(CASE, SUBMISSION, tmp_path / "out", ("-n", "2", "-k", "f1"), timeout=300, env={"TMPDIR": str(temp)})
     assert r.grade is not None, r.stdout[-2000:] + r.stderr[-2000:]
     assert r.grade["status"] == "partial"
+    assert not list(temp.glob("usdgrade-work-*"))
 
 
 def test_a_parallel_run_of_an_invalid_submission_is_invalid_in_every_worker(tmp_path):
