@@ -9,6 +9,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+# Every check a profile may name: family -> its measures (checks/registry.py runs them; a
+# test keeps the two equal). Here so that reading a profile needs none of the measuring code.
+MEASURES = {
+    "joint": ("existence", "graph", "frame", "range", "state", "redundant"),
+    "body": ("state", "hierarchy"),
+    "articulation": ("roots",),
+    "geometry": ("placement", "shape"),
+    "collision": ("coverage", "free_space"),
+    "mass": ("mass", "center_of_mass", "inertia"),
+    "material": ("visual", "physics"),
+    "composition": ("errors",),
+}
+
+
 @dataclass(frozen=True)
 class FaultKind:
     name: str

@@ -163,10 +163,13 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 def _build_session(state: RunState) -> None:
+    start = time.perf_counter()
     from .session import GradingSession  # the measuring code: pxr, scipy, every check family
 
+    imports = round(time.perf_counter() - start, 6)
     try:
         state.session = GradingSession(state.case, state.submission, state.work, state.validity)
+        state.session.timings["imports"] = imports
     except Exception as error:  # raised again by every test that needs it: an infrastructure error
         state.session_error = error
 
@@ -226,11 +229,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         case_error = "pytest-json-report produced no report (is the plugin installed and enabled?)"
     if case_error is None and exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR):
         case_error = f"pytest ended with {pytest.ExitCode(exitstatus).name} (collection error, crash or interrupt)"
+    scoring_started = time.perf_counter()
     try:
         records = records_from_report(json_report or {})
         expected = state.expected() if state.case else Expected({})
         decision = decide(records, expected, case_error)
         grade = report.build(decision, records, state, time.time() - state.started)
+        grade["timings"]["scoring_s"] = round(time.perf_counter() - scoring_started, 6)
     except Exception as error:  # a scoring fault: still an explicit, numeric infrastructure error
         records = []
         decision = decide([], Expected({}), f"scoring failed: {type(error).__name__}: {error}")

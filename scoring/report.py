@@ -50,7 +50,7 @@ def build(decision: Decision, records: list[TestRecord], state, elapsed: float) 
             "details": m.get("details") if m else "not run",
             "components": m.get("components") if m else {},
         })
-    timings = {"total_s": round(elapsed, 3)}
+    timings = {"total_s": round(elapsed, 3), "tests_s": round(sum(r.seconds for r in records), 6)}
     for r in found["validity"].values():
         timings.update({f"{k}_s": v for k, v in (r.get("timings") or {}).items()})
         break

@@ -48,6 +48,7 @@ class TestRecord:
     id: str | None              # check id or gate name
     result: dict | None         # measurement or gate result as JSON
     message: str = ""           # pytest's crash message, when there is one
+    seconds: float = 0.0        # the test's own call (measuring, judging), not its fixtures
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,7 @@ def records_from_report(json_report: dict) -> list[TestRecord]:
             id=record.get("id"),
             result=record.get("result"),
             message=_message(test),
+            seconds=float((test.get("call") or {}).get("duration") or 0.0),
         ))
     return records
 

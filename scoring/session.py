@@ -88,6 +88,7 @@ class GradingSession:
             if self.work.claim(unit):
                 self.work.run(unit, units[unit])
         self.reference, self.timings["reference_snapshot"] = self.work.wait("reference")
+        self.timings |= {f"reference_{stage}": s for stage, s in self.reference.timings.items()}
         read: SubmissionRead = self.work.wait("submission")
         self.validity = read.validity
         self.timings = {**read.timings, **self.timings}
@@ -148,6 +149,8 @@ class GradingSession:
             except StageOpenError as error:
                 read.stage_error = str(error)
             read.timings["candidate_snapshot"] = round(time.perf_counter() - start, 6)
+            if read.candidate is not None:
+                read.timings |= {f"candidate_{stage}": s for stage, s in read.candidate.timings.items()}
         return read
 
     def _measure_together(self) -> None:

@@ -165,6 +165,8 @@ class StageSnapshot:
     free_space: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     # body -> (n, 3) samples of the empty space its colliders leave in their bounds: a memo
     # filled on first use by parts.free_space (only the reference's are ever needed)
+    timings: dict[str, float] = field(default_factory=dict, compare=False, repr=False)
+    # seconds spent reading each part (bench/ and grade.json "timings"); not content
 
     def body_components(self, body: str | None) -> list[VisualComponent]:
         return [c for c in self.components.values() if c.body == body]

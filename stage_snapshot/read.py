@@ -10,6 +10,7 @@ locations, and composition errors.
 from __future__ import annotations
 
 import math
+import time
 from pathlib import Path
 
 from pxr import Gf, Sdf, Tf, Usd, UsdGeom, UsdPhysics
@@ -48,11 +49,15 @@ def open_stage(root_layer: str | Path) -> Usd.Stage:
 
 
 def read_snapshot(root_layer: str | Path, sampling: dict | None = None) -> StageSnapshot:
+    start = time.perf_counter()
     stage = open_stage(root_layer)
+    opened = round(time.perf_counter() - start, 6)
     try:
-        return snapshot(stage, str(root_layer), sampling)
+        result = snapshot(stage, str(root_layer), sampling)
     except Tf.ErrorException as error:  # USD itself refused a value of this stage
         raise StageOpenError(f"cannot read {root_layer}: {str(error).strip()}") from error
+    result.timings["open"] = opened
+    return result
 
 
 def snapshot(stage: Usd.Stage, root_layer: str = "", sampling: dict | None = None) -> StageSnapshot:
@@ -63,6 +68,7 @@ def snapshot(stage: Usd.Stage, root_layer: str = "", sampling: dict | None = Non
         # Zero, negative or absurd units break every SI conversion (and qhull on 1e300 coordinates).
         if not (math.isfinite(value) and UNIT_RANGE[0] <= value <= UNIT_RANGE[1]):
             raise StageOpenError(f"{name} = {value!r} is not a physical unit (allowed {UNIT_RANGE[0]:g} to {UNIT_RANGE[1]:g})")
+    start = time.perf_counter()
     parsed = UsdPhysics.UsdPhysicsLoadStageFromPrimRange(stage, [Sdf.Path.absoluteRootPath])
     body_descs = _descriptors(parsed, UsdPhysics.ObjectType.RigidBody)
     body_paths = {str(path) for path, _ in body_descs}
@@ -95,7 +101,8 @@ def snapshot(stage: Usd.Stage, root_layer: str = "", sampling: dict | None = Non
     articulations = _descriptors(parsed, UsdPhysics.ObjectType.Articulation)
     roots = _articulation_roots(stage, articulations, body_paths, joints)
     errors = tuple(sorted(str(e).strip() for e in stage.GetCompositionErrors()))
-    components, colliders, masses = read_parts(stage, body_paths, mpu, kgpu, sampling or {})
+    timings = {"bodies_and_joints": round(time.perf_counter() - start, 6)}
+    components, colliders, masses = read_parts(stage, body_paths, mpu, kgpu, sampling or {}, timings)
 
     return StageSnapshot(
         root_layer=str(root_layer),
@@ -111,6 +118,7 @@ def snapshot(stage: Usd.Stage, root_layer: str = "", sampling: dict | None = Non
         colliders=colliders,
         mass=masses,
         sampling=dict(sampling or {}),
+        timings=timings,
     )
 
 

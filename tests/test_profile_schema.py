@@ -1,6 +1,7 @@
 """A malformed profile is refused with the field that is wrong."""
 import copy
 import json
+from pathlib import Path
 
 import pytest
 
@@ -71,3 +72,28 @@ def test_unreadable_and_non_json_profiles(tmp_path):
     (tmp_path / "n.json").write_text('{"x": NaN}')
     with pytest.raises(ProfileError, match="not valid JSON"):
         load_profile(tmp_path / "n.json")
+
+
+def test_the_vocabulary_names_exactly_the_registered_measures():
+    """profiles/vocabulary.py MEASURES validates profiles without importing the checks: it must
+    list what checks/registry.py runs, no more, no less, in the same order."""
+    from checks.registry import FAMILIES
+    from profiles.vocabulary import MEASURES
+
+    assert MEASURES == {family: tuple(module.MEASURES) for family, module in FAMILIES.items()}
+
+
+def test_reading_a_case_imports_no_measuring_code():
+    """The xdist controller reads the case and never measures: it must not pay for pxr and scipy."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from profiles.case import load_case; load_case(sys.argv[1]); "
+            "import scoring.plugin; "
+            "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('pxr', 'scipy', 'checks', 'stage_snapshot')); "
+            "print(heavy)")
+    case = Path(__file__).resolve().parent.parent / "fixtures" / "cases" / "ant_two_joint_faults"
+    proc = subprocess.run([sys.executable, "-c", code, str(case)], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parent.parent)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]", proc.stdout
