@@ -11,9 +11,11 @@ Per asset (the reference package graded as the candidate of a case):
   peer     omniverse-asset-validator's `omni_asset_validate` on the candidate root layer (own venv in
            /tmp/oav-venv, created on demand; "unavailable" with the reason when it cannot be installed)
   peak     peak resident memory of the grade (/usr/bin/time -v, else getrusage of the children)
-  split    grade.json "timings": validity, reference and candidate snapshots, correspondence, total
-           (in-session), and outside = grade - total (interpreter, pytest, imports, writing);
-           start-up = `python -c 'import pxr, scipy, trimesh'`
+  split    by stage, from grade.json "timings" (reference and candidate summed): outside (grade -
+           in-session total: interpreter, pytest, exit), imports (the measuring code), validity,
+           open, snapshot (bodies and joints), sampling (visible parts: tessellation, surface
+           samples), colliders, mass, correspondence, checks (the tests' calls, plus the shared
+           measuring under -n), scoring; start-up alone = `python -c 'import pxr, scipy, trimesh'`
 Assets: committed suite cases (cartpole, ant, cheetah), dm_control's dog converted with the
 converter venv (/tmp/convenv) when available, and generated chains (bench/generate.py) at several
 sizes. Cases for dog and the generated assets are made on the fly: a joint_frame fault injected
@@ -51,7 +53,29 @@ SUITE = [  # (label, committed case)
 ]
 FULL_SIZES = [(20, 50_000), (50, 200_000), (100, 500_000), (200, 1_000_000)]
 QUICK_SIZES = [(20, 50_000)]
-STAGES = ("validity", "reference_snapshot", "candidate_snapshot", "correspondence", "total")  # grade.json timings
+# column -> the grade.json timings it sums (reference_ and candidate_ prefixed ones both)
+SPLIT = {
+    "imports": ("imports",),
+    "valid": ("validity",),
+    "open": ("reference_open", "candidate_open"),
+    "snap": ("reference_bodies_and_joints", "candidate_bodies_and_joints"),
+    "sampl": ("reference_visible_parts", "candidate_visible_parts"),
+    "coll": ("reference_colliders", "candidate_colliders"),
+    "mass": ("reference_mass", "candidate_mass"),
+    "corr": ("correspondence",),
+    "checks": ("tests", "measurements"),
+    "score": ("scoring",),
+}
+
+
+def split_columns(timings: dict, grade_wall: float | None) -> list[float | None]:
+    total = timings.get("total_s")
+    outside = None if grade_wall is None or total is None else grade_wall - total
+    columns = [outside]
+    for keys in SPLIT.values():
+        found = [timings[f"{k}_s"] for k in keys if f"{k}_s" in timings]
+        columns.append(sum(found) if found else None)
+    return columns
 FLOOR_CODE = """
 import sys
 from pxr import Sdf, Usd, UsdPhysics
@@ -287,13 +311,11 @@ def print_table(rows: list[Row], start_up: float | None) -> None:
     print()
     print(f"start-up (python -c 'import pxr, scipy, trimesh'): {fmt(start_up)} s")
     head = (f"{'asset':<22}{'bodies':>7}{'tris':>9}{'grade s':>9}{'floor s':>9}{'peer s':>8}"
-            f"{'g/floor':>9}{'g/peer':>8}{'peak MB':>9}  split s: validity ref cand corr total outside")
+            f"{'g/floor':>9}{'g/peer':>8}{'peak MB':>9}  split s: outside " + " ".join(SPLIT))
     print(head)
     print("-" * len(head))
     for r in rows:
-        split = " ".join(fmt(r.split.get(f"{k}_s")) for k in STAGES)
-        total = r.split.get("total_s")
-        split += " " + fmt(None if r.grade is None or total is None else r.grade - total)
+        split = " ".join(fmt(v) for v in split_columns(r.split, r.grade))
         print(f"{r.label:<22}{fmt(r.bodies, 'd'):>7}{fmt(r.triangles, 'd'):>9}{fmt(r.grade):>9}{fmt(r.floor):>9}"
               f"{fmt(r.peer):>8}{times(ratio(r.grade, r.floor)):>9}{times(ratio(r.grade, r.peer)):>8}"
               f"{fmt(r.peak_mb, '.0f'):>9}  {split}")
