@@ -26,6 +26,7 @@ from profiles.case import CaseError
 
 WORKER_INPUT_KEY = "usdgrade_shared_work"
 POLL_S = 0.01
+WORKER_GAVE_UP_EXIT = 3  # the infrastructure-error exit code
 
 
 class VerifierFault(Exception):
@@ -85,11 +86,16 @@ class SharedWork:
         """Compute a claimed unit and publish the result, or the failure, for the others."""
         try:
             value = compute()
+            self._write(unit, "pickle", pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
         except BaseException as error:
             kind = "case" if isinstance(error, CaseError) else "fault"
-            self._write(unit, "failed", f"{kind}\n{type(error).__name__}: {error}".encode())
+            try:
+                self._write(unit, "failed", f"{kind}\n{type(error).__name__}: {error}".encode())
+            except OSError:
+                # Not even the failure can be published (a full disk): end this worker, so that
+                # the others see its claim die (a verifier fault) instead of waiting for ever.
+                os._exit(WORKER_GAVE_UP_EXIT)
             raise
-        self._write(unit, "pickle", pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
         self.mine[unit] = value
         return value
 

@@ -113,3 +113,14 @@ def test_a_parallel_run_of_an_invalid_submission_is_invalid_in_every_worker(tmp_
     assert r.grade is not None, r.stdout[-2000:] + r.stderr[-2000:]
     assert r.grade["status"] == "invalid" and r.reward == {"authored_usd": 0.0}
     assert r.exit_code == 0
+
+
+def test_a_result_that_cannot_be_published_fails_the_unit_for_everyone(tmp_path):
+    """Publishing failed (here: an unpicklable result; a full disk behaves alike): the owner
+    raises, and the others get a verifier fault instead of waiting for ever."""
+    owner, waiter = SharedWork(tmp_path), SharedWork(tmp_path)
+    assert owner.claim("reference")
+    with pytest.raises(Exception):
+        owner.run("reference", lambda: (lambda: "a lambda does not pickle"))
+    with pytest.raises(VerifierFault, match="reference"):
+        waiter.wait("reference")
