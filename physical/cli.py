@@ -15,9 +15,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "physical", help="physical grade: runtime tests of the submission in Newton (MuJoCo solver, CPU)",
         description="Writes OUT/physical.json. Never changes authored_usd. Runs the runtime tests "
                     "(physical/runtime_tests) in their own pytest session.")
-    p.add_argument("--case", required=True)
-    p.add_argument("--submission", required=True)
-    p.add_argument("--out", required=True)
+    p.add_argument("--setup", action="store_true",
+                   help="install the engine's pinned packages into this interpreter (if missing) and exit")
+    p.add_argument("--case")
+    p.add_argument("--submission")
+    p.add_argument("--out")
     p.add_argument("--python", default=None,
                    help="the runtime interpreter (default: this one); e.g. a separate venv's python")
     p.set_defaults(run=run)
@@ -27,6 +29,19 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 def run(args) -> int:
     from .grade import PHYSICAL_FILE, run_physical
 
+    if args.setup:
+        from .provision import ensure_engine
+
+        try:
+            missing = ensure_engine()
+        except RuntimeError as error:
+            print(f"usdgrade physical --setup: {error}", file=sys.stderr)
+            return 1
+        print("installed the engine: " + ", ".join(missing) if missing else "the engine is already installed")
+        return EXIT_OK
+    if not (args.case and args.submission and args.out):
+        print("usdgrade physical needs --case, --submission and --out (or --setup)", file=sys.stderr)
+        return 2
     try:
         record = run_physical(Path(args.case), Path(args.submission), Path(args.out),
                               python=shlex.split(args.python) if args.python else None)

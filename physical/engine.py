@@ -101,6 +101,7 @@ class Loaded:
     limit_lower: np.ndarray              # per dof, engine units (rad, stage units)
     limit_upper: np.ndarray
     warnings: list[str] = field(default_factory=list)
+    inertia_diagonal: np.ndarray | None = None   # joint-space M_ii per dof at the initial pose
 
 
 def load(root_layer: Path, settings: RunSettings) -> Loaded:
@@ -151,7 +152,9 @@ def load(root_layer: Path, settings: RunSettings) -> Loaded:
         warnings=sorted({str(w.message).splitlines()[0][:300] for w in caught}),
     )
     _refuse_massless_moving_bodies(loaded)
-    make_solver(loaded, settings)   # the solver conversion is part of "the engine accepts the asset"
+    # the solver conversion is part of "the engine accepts the asset"; its MuJoCo model also
+    # gives the joint-space inertia the programs are scaled by
+    loaded.inertia_diagonal = _inertia_diagonal(loaded, make_solver(loaded, settings))
     return loaded
 
 
@@ -180,11 +183,10 @@ def make_solver(loaded: Loaded, settings: RunSettings):
             raise EngineRefusal(f"the MuJoCo solver refused the model: {type(error).__name__}: {error}") from error
 
 
-def joint_space_inertia_diagonal(loaded: Loaded, settings: RunSettings) -> np.ndarray:
+def _inertia_diagonal(loaded: Loaded, solver) -> np.ndarray:
     """M_ii at the initial pose for each Newton dof (MuJoCo's dense mass matrix, mapped back)."""
     import mujoco
 
-    solver = make_solver(loaded, settings)
     mj_model, mj_data = solver.mj_model, solver.mj_data
     mujoco.mj_forward(mj_model, mj_data)
     dense = np.zeros((mj_model.nv, mj_model.nv))

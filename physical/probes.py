@@ -46,7 +46,7 @@ def driven_joints(loaded: engine.Loaded) -> dict[str, dict]:
 
 def dynamic_program(reference: engine.Loaded, settings: RunSettings) -> dict[str, dict]:
     """Per reference single-axis joint: amplitude (engine units) and phase of its sine torque."""
-    diagonal = engine.joint_space_inertia_diagonal(reference, settings)
+    diagonal = reference.inertia_diagonal
     joints = engine.single_dof_joints(reference)
     mpu = reference.facts.meters_per_unit
     program = {}
@@ -86,7 +86,7 @@ def dynamic(loaded: engine.Loaded, settings: RunSettings, program: dict, joint_m
 
 def travel_program(reference: engine.Loaded, settings: RunSettings) -> dict[str, dict]:
     """Per limited reference joint: the constant push magnitude (engine units) and its limits."""
-    diagonal = engine.joint_space_inertia_diagonal(reference, settings)
+    diagonal = reference.inertia_diagonal
     mpu = reference.facts.meters_per_unit
     program = {}
     for label, j in sorted(engine.single_dof_joints(reference).items()):

@@ -9,6 +9,16 @@ from dataclasses import asdict, dataclass
 
 # Import names the runtime needs; probed in the runtime interpreter before anything runs.
 ENGINE_MODULES = ("newton", "warp", "mujoco", "mujoco_warp", "newton_usd_schemas")
+# The engine's pins: the same list as pyproject's `physical` extra (tests/test_physical_install.py
+# keeps them equal). Not newton[importers]: it pins usd-core < 26.9; the one package of it the USD
+# importer needs, newton-usd-schemas, works with the core's usd-core 26.11 (measured).
+ENGINE_REQUIREMENTS = (
+    "newton==1.8.0",
+    "newton-usd-schemas==0.6.0",
+    "warp-lang==1.19.0",
+    "mujoco==3.17.0",
+    "mujoco-warp==3.17.0",
+)
 # Distributions whose versions are recorded (pip names).
 ENGINE_DISTRIBUTIONS = ("newton", "warp-lang", "mujoco", "mujoco-warp", "newton-usd-schemas", "usd-core", "numpy")
 

@@ -57,8 +57,16 @@ def without_timings(record: dict) -> dict:
     return record
 
 
+@pytest.fixture(scope="module", autouse=True)
+def engine():
+    """The runtime tests need the engine: installed here when missing (pinned, once, under a lock);
+    an install that fails fails these tests loudly, never skips them."""
+    from physical.provision import ensure_engine
+
+    ensure_engine()
+
+
 def test_engine_is_installed():
-    """The runtime tests below need the engine in this interpreter: fail loudly, never skip."""
     missing = [m for m in ENGINE_MODULES if importlib.util.find_spec(m) is None]
     assert not missing, f"engine not installed ({', '.join(missing)}): pip install -e '.[physical]'"
 
