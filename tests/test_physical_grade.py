@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from pxr import Gf, Usd, UsdGeom, UsdPhysics
 
 from physical import cli as physical_cli
+from physical.calibrate import split_door_panel
 from physical.grade import PHYSICAL_FILE, run_physical
 from physical.results import PROPERTIES, TESTS
 from physical.settings import ENGINE_MODULES
@@ -111,31 +111,6 @@ def test_renamed_namespace_variant_passes_every_test(tmp_path):
     r = run_physical(ANT, renamed, tmp_path / "out")
     assert_all_pass(r)
     assert r["correspondence"]["bodies"]["/ant/Geometry/torso"] == "/robot/Geometry/trunk"
-
-
-def split_door_panel(package: Path) -> None:
-    """Another collision decomposition: the door's panel collider as two half boxes (same volume)."""
-    stage = Usd.Stage.Open(str(root_layer_of(package)))
-    panel_prim = next(p for p in stage.Traverse() if p.GetName() == "Panel" and p.HasAPI(UsdPhysics.CollisionAPI))
-    panel = UsdGeom.Cube(panel_prim)
-    local = UsdGeom.Xformable(panel).GetLocalTransformation()
-    size = panel.GetSizeAttr().Get()
-    scale = [Gf.Vec3d(local.GetRow3(i)).GetLength() for i in range(3)]
-    longest = max(range(3), key=lambda i: scale[i])
-    parent = panel_prim.GetParent()
-    for sign, name in ((-1, "PanelA"), (1, "PanelB")):
-        half = UsdGeom.Cube.Define(stage, parent.GetPath().AppendChild(name))
-        half.GetSizeAttr().Set(size)
-        half.GetPurposeAttr().Set(panel.GetPurposeAttr().Get())
-        offset = Gf.Vec3d(0, 0, 0)
-        offset[longest] = sign * 0.25 * size
-        half_scale = Gf.Vec3d(1, 1, 1)
-        half_scale[longest] = 0.5
-        UsdGeom.Xformable(half).AddTransformOp().Set(
-            Gf.Matrix4d().SetScale(half_scale) * Gf.Matrix4d().SetTranslate(offset) * local)
-        UsdPhysics.CollisionAPI.Apply(half.GetPrim())
-    stage.RemovePrim(panel_prim.GetPath())
-    stage.GetRootLayer().Save()
 
 
 def test_renamed_cabinet_with_another_collision_decomposition_passes_every_test(tmp_path):
