@@ -73,6 +73,25 @@ def position_error(ref_positions: np.ndarray, cand_positions: np.ndarray, body_p
     return worst, per_body
 
 
+def rotation_error(ref_rotations: np.ndarray, cand_rotations: np.ndarray, body_pairs: list[tuple[int, int | None]],
+                   ref_labels: list[str]) -> tuple[float, dict]:
+    """Max over samples and matched bodies of the angle between world orientations (degrees)."""
+    worst, per_body = 0.0, {}
+    n = min(len(ref_rotations), len(cand_rotations))
+    for r, c in body_pairs:
+        if c is None:
+            per_body[ref_labels[r]] = None
+            worst = float("inf")
+            continue
+        a, b = ref_rotations[:n, r, :], cand_rotations[:n, c, :]
+        dot = np.abs(np.sum(a * b, axis=-1) / (np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1)))
+        angle = np.degrees(2.0 * np.arccos(np.clip(dot, 0.0, 1.0)))
+        err = float(np.max(angle)) if angle.size and np.all(np.isfinite(angle)) else (0.0 if not angle.size else float("inf"))
+        per_body[ref_labels[r]] = err
+        worst = max(worst, err)
+    return worst, per_body
+
+
 def end_speed(positions: np.ndarray, times: np.ndarray, window_s: float) -> float:
     """Max body speed over the last window: displacement / window (m/s)."""
     end = len(times) - 1
@@ -92,7 +111,7 @@ def rest_and_contact(ref: dict, cand: dict, body_pairs, ref_labels, size_m: floa
     out = [PropertyResult(t, "finite", finite, True, None, finite)]
     if not finite:
         reason = "the candidate's simulation diverged (non-finite positions)"
-        return out + [PropertyResult(t, "settled", reason=reason), PropertyResult(t, "rest_positions", reason=reason)]
+        return out + [PropertyResult(t, n, reason=reason) for n in ("settled", "rest_positions", "rest_rotations")]
     ref_speed = end_speed(ref["positions"], ref["times"], window_s)
     cand_speed = end_speed(cand["positions"], cand["times"], window_s)
     limit = max(ref_speed * th.settle_speed_factor, ref_speed + th.settle_speed_abs_mps)
@@ -103,6 +122,9 @@ def rest_and_contact(ref: dict, cand: dict, body_pairs, ref_labels, size_m: floa
     tol = th.position_m(size_m)
     out.append(PropertyResult(t, "rest_positions", err, tol, "m (max body position error at the end)",
                               err <= tol, None, {"per_body_m": per_body, "asset_size_m": size_m}))
+    err, per_body = rotation_error(ref["rotations"][-1:], cand["rotations"][-1:], body_pairs, ref_labels)
+    out.append(PropertyResult(t, "rest_rotations", err, th.rotation_deg, "deg (max body orientation error at the end)",
+                              err <= th.rotation_deg, None, {"per_body_deg": per_body}))
     return out
 
 
@@ -112,11 +134,15 @@ def dynamic_response(ref: dict, cand: dict, body_pairs, ref_labels, size_m: floa
     finite = bool(np.all(np.isfinite(cand["positions"])))
     out = [PropertyResult(t, "finite", finite, True, None, finite)]
     if not finite:
-        return out + [PropertyResult(t, "trajectories", reason="the candidate's simulation diverged (non-finite positions)")]
+        reason = "the candidate's simulation diverged (non-finite positions)"
+        return out + [PropertyResult(t, n, reason=reason) for n in ("trajectories", "rotations")]
     err, per_body = position_error(ref["positions"], cand["positions"], body_pairs, ref_labels)
     tol = th.position_m(size_m)
     out.append(PropertyResult(t, "trajectories", err, tol, "m (max body position error over the run)",
                               err <= tol, None, {"per_body_m": per_body, "program": program, "asset_size_m": size_m}))
+    err, per_body = rotation_error(ref["rotations"], cand["rotations"], body_pairs, ref_labels)
+    out.append(PropertyResult(t, "rotations", err, th.rotation_deg, "deg (max body orientation error over the run)",
+                              err <= th.rotation_deg, None, {"per_body_deg": per_body}))
     return out
 
 

@@ -209,6 +209,7 @@ class Trajectory:
     body_positions_m: np.ndarray  # (n, bodies, 3), world, metres
     joint_q: np.ndarray          # (n, coords), engine units (rad; prismatic in metres)
     steps: int
+    body_rotations: np.ndarray | None = None   # (n, bodies, 4) world quaternions (x, y, z, w)
 
 
 def simulate(loaded: Loaded, settings: RunSettings, duration_s: float, joint_force=None) -> Trajectory:
@@ -223,7 +224,7 @@ def simulate(loaded: Loaded, settings: RunSettings, duration_s: float, joint_for
     steps = int(round(duration_s / settings.dt_s))
     mpu = loaded.facts.meters_per_unit
     prismatic_coords = _prismatic_coords(loaded)
-    times, positions, coords = [], [], []
+    times, positions, coords, rotations = [], [], [], []
     for k in range(steps):
         if joint_force is not None:
             control.joint_f.assign(np.asarray(joint_force(k * settings.dt_s), dtype=np.float32))
@@ -232,11 +233,13 @@ def simulate(loaded: Loaded, settings: RunSettings, duration_s: float, joint_for
         state, next_state = next_state, state
         if (k + 1) % settings.sample_every_steps == 0 or k + 1 == steps:
             times.append((k + 1) * settings.dt_s)
-            positions.append(state.body_q.numpy()[:, :3].astype(float) * mpu)
+            body_q = state.body_q.numpy().astype(float)
+            positions.append(body_q[:, :3] * mpu)
+            rotations.append(body_q[:, 3:7])
             q = state.joint_q.numpy().astype(float)
             q[prismatic_coords] *= mpu
             coords.append(q)
-    return Trajectory(np.array(times), np.array(positions), np.array(coords), steps)
+    return Trajectory(np.array(times), np.array(positions), np.array(coords), steps, np.array(rotations))
 
 
 def _prismatic_coords(loaded: Loaded) -> list[int]:

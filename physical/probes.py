@@ -33,7 +33,7 @@ def cook(loaded: engine.Loaded) -> dict:
 def _run(loaded, settings, duration, force=None) -> dict:
     trajectory = engine.simulate(loaded, settings, duration, force)
     return {"times": trajectory.times_s, "positions": trajectory.body_positions_m, "joint_q": trajectory.joint_q,
-            "steps": trajectory.steps}
+            "rotations": trajectory.body_rotations, "steps": trajectory.steps}
 
 
 def rest(loaded: engine.Loaded, settings: RunSettings) -> dict:

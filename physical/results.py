@@ -7,8 +7,8 @@ from dataclasses import asdict, dataclass, field
 TESTS = ("load_and_cook", "rest_and_contact", "dynamic_response", "joint_travel")
 PROPERTIES = {
     "load_and_cook": ("loads", "bodies", "degrees_of_freedom", "colliders_built", "collider_bodies", "body_masses"),
-    "rest_and_contact": ("finite", "settled", "rest_positions"),
-    "dynamic_response": ("finite", "trajectories"),
+    "rest_and_contact": ("finite", "settled", "rest_positions", "rest_rotations"),
+    "dynamic_response": ("finite", "trajectories", "rotations"),
     "joint_travel": ("travel",),
 }
 

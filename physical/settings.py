@@ -69,6 +69,9 @@ class Thresholds:
     settle_speed_factor: float = 1.5
     position_abs_m: float = 0.01           # body position error allowed: max(abs, rel x asset size)
     position_relative_to_size: float = 0.02
+    # body orientation error allowed (rest and dynamic response): a body spinning about an axis
+    # through its origin (a wheel, a spinner) moves only in orientation
+    rotation_deg: float = 2.0
     # joint travel: reached extreme vs the reference's, as a share of the reference's range
     travel_relative: float = 0.1
 

@@ -44,9 +44,12 @@ def test_unbuilt_collider_fails():
     assert r["colliders_built"].passed is False and r["colliders_built"].details["not_built"] == ["/b/c"]
 
 
-def run(positions, dt=0.02):
+def run(positions, dt=0.02, rotations=None):
     positions = np.asarray(positions, dtype=float)
-    return {"times": dt * np.arange(1, len(positions) + 1), "positions": positions}
+    if rotations is None:
+        rotations = np.tile([0.0, 0.0, 0.0, 1.0], positions.shape[:2] + (1,))
+    return {"times": dt * np.arange(1, len(positions) + 1), "positions": positions,
+            "rotations": np.asarray(rotations, dtype=float)}
 
 
 def test_rest_positions_and_settling():
@@ -66,6 +69,17 @@ def test_divergence_and_unmatched_bodies():
     assert r["finite"].passed is False and r["settled"].passed is None and "diverged" in r["settled"].reason
     r = by_name(compare.dynamic_response(still, still, [(0, None)], ["/a"], 1.0, THRESHOLDS, {}))
     assert r["trajectories"].passed is False and r["trajectories"].details["per_body_m"] == {"/a": None}
+
+
+def test_a_body_spinning_in_place_fails_on_rotation_only():
+    still = run([[[0, 0, 0.0]]] * 3)
+    half = math.sin(math.radians(5))         # 10 degrees about z
+    turned = run([[[0, 0, 0.0]]] * 3, rotations=[[[0, 0, half, math.cos(math.radians(5))]]] * 3)
+    r = by_name(compare.dynamic_response(still, turned, [(0, 0)], ["/a"], 1.0, THRESHOLDS, {}))
+    assert r["trajectories"].passed is True
+    assert r["rotations"].passed is False and math.isclose(r["rotations"].value, 10.0, rel_tol=1e-6)
+    r = by_name(compare.rest_and_contact(still, turned, [(0, 0)], ["/a"], 1.0, THRESHOLDS, 0.1))
+    assert r["rest_rotations"].passed is False and r["rest_positions"].passed is True
 
 
 def test_position_threshold_scales_with_asset_size():

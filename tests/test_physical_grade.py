@@ -85,6 +85,7 @@ def test_reference_against_itself_passes_every_test(ant_self):
     # identical bytes, identical runs: every error is exactly zero
     assert r["tests"]["rest_and_contact"]["rest_positions"]["value"] == 0.0
     assert r["tests"]["dynamic_response"]["trajectories"]["value"] == 0.0
+    assert r["tests"]["dynamic_response"]["rotations"]["value"] == 0.0
     assert r["tests"]["joint_travel"]["travel"]["value"] == 0.0
     # the record says what ran and on what bytes
     assert r["engine"]["versions"]["newton"] and r["engine"]["versions"]["mujoco"]
