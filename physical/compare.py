@@ -83,9 +83,11 @@ def rotation_error(ref_rotations: np.ndarray, cand_rotations: np.ndarray, body_p
             per_body[ref_labels[r]] = None
             worst = float("inf")
             continue
-        a, b = ref_rotations[:n, r, :], cand_rotations[:n, c, :]
-        dot = np.abs(np.sum(a * b, axis=-1) / (np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1)))
-        angle = np.degrees(2.0 * np.arccos(np.clip(dot, 0.0, 1.0)))
+        a = ref_rotations[:n, r, :] / np.linalg.norm(ref_rotations[:n, r, :], axis=-1, keepdims=True)
+        b = cand_rotations[:n, c, :] / np.linalg.norm(cand_rotations[:n, c, :], axis=-1, keepdims=True)
+        b = b * np.where(np.sum(a * b, axis=-1, keepdims=True) < 0.0, -1.0, 1.0)   # q and -q: one rotation
+        # |a - b| = 2 sin(angle / 4) for unit quaternions: exact near zero, where arccos(dot) is not
+        angle = np.degrees(4.0 * np.arcsin(np.clip(np.linalg.norm(a - b, axis=-1) / 2.0, 0.0, 1.0)))
         err = float(np.max(angle)) if angle.size and np.all(np.isfinite(angle)) else (0.0 if not angle.size else float("inf"))
         per_body[ref_labels[r]] = err
         worst = max(worst, err)

@@ -229,7 +229,10 @@ def simulate(loaded: Loaded, settings: RunSettings, duration_s: float, joint_for
         if joint_force is not None:
             control.joint_f.assign(np.asarray(joint_force(k * settings.dt_s), dtype=np.float32))
         state.clear_forces()
-        solver.step(state, next_state, control, None, settings.dt_s)
+        try:
+            solver.step(state, next_state, control, None, settings.dt_s)
+        except Exception as error:  # the engine's own failure on this asset, not the verifier's
+            raise EngineRefusal(f"the engine failed at step {k + 1}: {type(error).__name__}: {error}") from error
         state, next_state = next_state, state
         if (k + 1) % settings.sample_every_steps == 0 or k + 1 == steps:
             times.append((k + 1) * settings.dt_s)

@@ -145,7 +145,8 @@ def run_physical(case: Path, submission: Path, out: Path, *, python: list[str] |
                 "--rootdir", str(RUNTIME_DIR), "-q", "-p", "no:randomly", "-p", "no:xdist"]
         t0 = time.monotonic()
         try:
-            done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=str(REPO_ROOT),
+            # cwd: the temporary folder, where MuJoCo writes its MUJOCO_LOG.TXT on a refusal
+            done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=tmp,
                                   timeout=RUNTIME_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             return finish("infrastructure_error", f"the runtime session ran past {RUNTIME_TIMEOUT_S} s")

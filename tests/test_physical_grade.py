@@ -213,3 +213,32 @@ def test_out_inside_the_submission_is_refused(tmp_path):
     sub = variants.copy_package(ANT / "reference", tmp_path / "sub")
     with pytest.raises(ValueError):
         run_physical(ANT, sub, sub / "out")
+
+
+def test_reversed_joint_is_an_engine_refusal_with_its_reason(tmp_path):
+    """A joint authored child-first (body0 = leg, body1 = thigh) is valid USD, but Newton's importer
+    refuses it: `loads` fails with the importer's reason, nothing else is claimed."""
+    from pxr import Usd, UsdPhysics
+
+    case = CASES / "gen_hopper_2"
+    package = variants.flatten(case / "reference", tmp_path / "reversed")
+    stage = Usd.Stage.Open(str(root_layer_of(package)))
+    joint = UsdPhysics.RevoluteJoint(next(p for p in stage.Traverse() if p.GetName() == "leg_joint"))
+    b0, b1 = joint.GetBody0Rel().GetTargets(), joint.GetBody1Rel().GetTargets()
+    joint.GetBody0Rel().SetTargets(b1)
+    joint.GetBody1Rel().SetTargets(b0)
+    for first, second in ((joint.GetLocalPos0Attr(), joint.GetLocalPos1Attr()),
+                          (joint.GetLocalRot0Attr(), joint.GetLocalRot1Attr())):
+        a, b = first.Get(), second.Get()
+        first.Set(b)
+        second.Set(a)
+    lower, upper = joint.GetLowerLimitAttr().Get(), joint.GetUpperLimitAttr().Get()
+    joint.GetLowerLimitAttr().Set(-upper)
+    joint.GetUpperLimitAttr().Set(-lower)
+    stage.GetRootLayer().Save()
+    r = run_physical(case, package, tmp_path / "out")
+    assert r["status"] == "graded"
+    assert failed(r) == {"load_and_cook.loads"}
+    assert "Reversed joints are not supported" in r["tests"]["load_and_cook"]["loads"]["reason"]
+    assert all(p["passed"] is None and "engine refused the candidate" in p["reason"]
+               for p in properties(r) if p["name"] != "loads")

@@ -98,6 +98,22 @@ def record_nulls(test: str, names, reason: str) -> None:
     record([null(test, n, reason) for n in names])
 
 
+def run_both(test: str, probe, pair_: Pair):
+    """probe(loaded, joint_map) on the reference (map None) then the candidate (the correspondence);
+    an engine failure while stepping nulls the test's properties with the reason."""
+    from physical.results import PROPERTIES
+
+    try:
+        ref = probe(pair_.reference, None)
+    except engine.EngineRefusal as refusal:
+        record_nulls(test, PROPERTIES[test], f"reference itself failed to run: {refusal}")
+    try:
+        cand = probe(pair_.candidate, pair_.joints)
+    except engine.EngineRefusal as refusal:
+        record_nulls(test, PROPERTIES[test], f"engine failed on the candidate: {refusal}")
+    return ref, cand
+
+
 def pytest_runtest_makereport(item, call):
     # a probe that raised is a verifier (or engine) fault: an infrastructure error, never a score
     if call.excinfo is not None and call.when == "call" and not call.excinfo.errisinstance(

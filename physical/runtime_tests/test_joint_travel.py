@@ -3,7 +3,7 @@ from physical import compare, probes
 from physical.results import PROPERTIES
 from physical.settings import SETTINGS, THRESHOLDS
 
-from .conftest import record, record_nulls
+from .conftest import record, record_nulls, run_both
 
 TEST = "joint_travel"
 
@@ -14,6 +14,5 @@ def test_joint_travel(pair):
     program = probes.travel_program(pair.reference, SETTINGS)
     if not program:
         record_nulls(TEST, PROPERTIES[TEST], "the reference has no limited revolute or prismatic joint")
-    ref = probes.travel(pair.reference, SETTINGS, program, None)
-    cand = probes.travel(pair.candidate, SETTINGS, program, pair.joints)
+    ref, cand = run_both(TEST, lambda loaded, joints: probes.travel(loaded, SETTINGS, program, joints), pair)
     record(compare.joint_travel(ref, cand, THRESHOLDS))
