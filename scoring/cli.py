@@ -6,6 +6,7 @@
     usdgrade freeze --reference REF --input IN --out CASE [--faults F.json] [--id ID]
     usdgrade explain OUT/grade.json
     usdgrade visual --case CASE --submission DIR --grade OUT/grade.json --out OUT [--authorize] ...
+    usdgrade physical --case CASE --submission DIR --out OUT [--python PY]
 
 `grade` runs the very pytest session of `pytest checks ...` in this process:
 same outputs, same exit codes.
@@ -138,6 +139,10 @@ def main(argv: list[str] | None = None) -> int:
     from visual.cli import add_parser as add_visual_parser  # the visual grade: separate from the reward
 
     add_visual_parser(sub)
+
+    from physical.cli import add_parser as add_physical_parser  # the physical grade: separate from the reward
+
+    add_physical_parser(sub)
 
     args = parser.parse_args(argv)
     sys.path.insert(0, str(REPO_ROOT))

@@ -1,0 +1,68 @@
+"""`usdgrade physical`: the separate physical grade (runtime tests in Newton)."""
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+EXIT_OK = 0
+EXIT_ERROR = 3
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "physical", help="physical grade: runtime tests of the submission in Newton (MuJoCo solver, CPU)",
+        description="Writes OUT/physical.json. Never changes authored_usd. Runs the runtime tests "
+                    "(physical/runtime_tests) in their own pytest session.")
+    p.add_argument("--setup", action="store_true",
+                   help="install the engine's pinned packages into this interpreter (if missing) and exit")
+    p.add_argument("--case")
+    p.add_argument("--submission")
+    p.add_argument("--out")
+    p.add_argument("--python", default=None,
+                   help="the runtime interpreter (default: this one); e.g. a separate venv's python")
+    p.set_defaults(run=run)
+    return p
+
+
+def run(args) -> int:
+    from .grade import PHYSICAL_FILE, run_physical
+
+    if args.setup:
+        from .provision import ensure_engine
+
+        try:
+            missing = ensure_engine()
+        except RuntimeError as error:
+            print(f"usdgrade physical --setup: {error}", file=sys.stderr)
+            return 1
+        print("installed the engine: " + ", ".join(missing) if missing else "the engine is already installed")
+        return EXIT_OK
+    if not (args.case and args.submission and args.out):
+        print("usdgrade physical needs --case, --submission and --out (or --setup)", file=sys.stderr)
+        return 2
+    try:
+        record = run_physical(Path(args.case), Path(args.submission), Path(args.out),
+                              python=shlex.split(args.python) if args.python else None)
+    except ValueError as error:
+        print(f"usdgrade physical: {error}", file=sys.stderr)
+        return 2
+    s = record["summary"]
+    print(f"physical {record['status']}   passed {s['passed']}  failed {s['failed']}  null {s['null']}"
+          + (f"   ({record['reason']})" if record["reason"] else ""))
+    for name in s["failed_properties"]:
+        print(f"  failed: {name}")
+    print(f"wrote {Path(args.out) / PHYSICAL_FILE}")
+    return EXIT_ERROR if record["status"] == "infrastructure_error" else EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="usdgrade-physical")
+    add_parser(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return args.run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:] if sys.argv[1:2] == ["physical"] else ["physical", *sys.argv[1:]]))

@@ -1,0 +1,175 @@
+"""Pure comparisons: a reference run and a candidate run (plain data) -> PropertyResults.
+
+No engine here. Candidate bodies and joints are addressed through a correspondence
+(reference label -> candidate label), never by prim path; see physical/runtime_tests/conftest.py.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .results import PropertyResult
+from .settings import Thresholds
+
+
+def _unmatched(mapping: dict, wanted) -> list[str]:
+    return sorted(k for k in wanted if mapping.get(k) is None)
+
+
+# --- (1) load and cook --------------------------------------------------------------------------
+
+def load_and_cook(ref: dict, cand: dict, bodies: dict, th: Thresholds) -> list[PropertyResult]:
+    """ref/cand: {bodies, dofs, colliders_authored, colliders_built, body_mass{label}, collider_bodies[labels]}."""
+    t = "load_and_cook"
+    out = [PropertyResult(t, "loads", True, True, None, True)]
+    out.append(PropertyResult(t, "bodies", cand["bodies"], ref["bodies"], "count", cand["bodies"] == ref["bodies"]))
+    out.append(PropertyResult(t, "degrees_of_freedom", cand["dofs"], ref["dofs"], "count", cand["dofs"] == ref["dofs"]))
+    authored = len(cand["colliders_authored"])
+    missing = sorted(set(cand["colliders_authored"]) - set(cand["colliders_built"]))
+    out.append(PropertyResult(t, "colliders_built", authored - len(missing), authored, "colliders",
+                              not missing, None if not missing else "authored colliders the engine did not build",
+                              {"not_built": missing}))
+    differ = []
+    for rb in ref["body_mass"]:
+        cb = bodies.get(rb)
+        has_ref = rb in ref["collider_bodies"]
+        has_cand = cb is not None and cb in cand["collider_bodies"]
+        if has_ref != has_cand:
+            differ.append({"reference_body": rb, "candidate_body": cb, "reference_collides": has_ref,
+                           "candidate_collides": has_cand})
+    out.append(PropertyResult(t, "collider_bodies", len(differ), 0, "bodies whose collision presence differs",
+                              not differ, None, {"differ": differ}))
+    worst, per_body = 0.0, {}
+    for rb, rm in ref["body_mass"].items():
+        cb = bodies.get(rb)
+        if cb is None:
+            per_body[rb] = None
+            worst = float("inf")
+            continue
+        cm = cand["body_mass"][cb]
+        err = abs(cm - rm) / max(abs(rm), 1e-12) if rm else (0.0 if not cm else float("inf"))
+        per_body[rb] = {"reference_kg": rm, "candidate_kg": cm, "relative_error": err}
+        worst = max(worst, err)
+    out.append(PropertyResult(t, "body_masses", worst, th.body_mass_relative, "relative", worst <= th.body_mass_relative,
+                              None, {"bodies": per_body, "unmatched": _unmatched(bodies, ref["body_mass"])}))
+    return out
+
+
+# --- trajectories ---------------------------------------------------------------------------------
+
+def position_error(ref_positions: np.ndarray, cand_positions: np.ndarray, body_pairs: list[tuple[int, int | None]],
+                   ref_labels: list[str]) -> tuple[float, dict]:
+    """Max over samples and matched bodies of |p_cand - p_ref| (m); an unmatched body is infinite."""
+    worst, per_body = 0.0, {}
+    n = min(len(ref_positions), len(cand_positions))
+    for r, c in body_pairs:
+        if c is None:
+            per_body[ref_labels[r]] = None
+            worst = float("inf")
+            continue
+        diff = np.linalg.norm(ref_positions[:n, r, :] - cand_positions[:n, c, :], axis=-1)
+        err = float(np.max(diff)) if np.all(np.isfinite(diff)) else float("inf")
+        per_body[ref_labels[r]] = err
+        worst = max(worst, err)
+    return worst, per_body
+
+
+def rotation_error(ref_rotations: np.ndarray, cand_rotations: np.ndarray, body_pairs: list[tuple[int, int | None]],
+                   ref_labels: list[str]) -> tuple[float, dict]:
+    """Max over samples and matched bodies of the angle between world orientations (degrees)."""
+    worst, per_body = 0.0, {}
+    n = min(len(ref_rotations), len(cand_rotations))
+    for r, c in body_pairs:
+        if c is None:
+            per_body[ref_labels[r]] = None
+            worst = float("inf")
+            continue
+        a = ref_rotations[:n, r, :] / np.linalg.norm(ref_rotations[:n, r, :], axis=-1, keepdims=True)
+        b = cand_rotations[:n, c, :] / np.linalg.norm(cand_rotations[:n, c, :], axis=-1, keepdims=True)
+        b = b * np.where(np.sum(a * b, axis=-1, keepdims=True) < 0.0, -1.0, 1.0)   # q and -q: one rotation
+        # |a - b| = 2 sin(angle / 4) for unit quaternions: exact near zero, where arccos(dot) is not
+        angle = np.degrees(4.0 * np.arcsin(np.clip(np.linalg.norm(a - b, axis=-1) / 2.0, 0.0, 1.0)))
+        err = float(np.max(angle)) if angle.size and np.all(np.isfinite(angle)) else (0.0 if not angle.size else float("inf"))
+        per_body[ref_labels[r]] = err
+        worst = max(worst, err)
+    return worst, per_body
+
+
+def end_speed(positions: np.ndarray, times: np.ndarray, window_s: float) -> float:
+    """Max body speed over the last window: displacement / window (m/s)."""
+    end = len(times) - 1
+    start = int(np.searchsorted(times, times[end] - window_s - 1e-9))
+    start = min(max(start, 0), end - 1) if end > 0 else 0
+    span = times[end] - times[start]
+    if span <= 0:
+        return 0.0
+    d = np.linalg.norm(positions[end] - positions[start], axis=-1)
+    return float(np.max(d) / span) if d.size else 0.0
+
+
+def rest_and_contact(ref: dict, cand: dict, body_pairs, ref_labels, size_m: float, th: Thresholds,
+                     window_s: float) -> list[PropertyResult]:
+    t = "rest_and_contact"
+    finite = bool(np.all(np.isfinite(cand["positions"])))
+    out = [PropertyResult(t, "finite", finite, True, None, finite)]
+    if not finite:
+        reason = "the candidate's simulation diverged (non-finite positions)"
+        return out + [PropertyResult(t, n, reason=reason) for n in ("settled", "rest_positions", "rest_rotations")]
+    ref_speed = end_speed(ref["positions"], ref["times"], window_s)
+    cand_speed = end_speed(cand["positions"], cand["times"], window_s)
+    limit = max(ref_speed * th.settle_speed_factor, ref_speed + th.settle_speed_abs_mps)
+    out.append(PropertyResult(t, "settled", cand_speed, limit, "m/s (max body speed over the last window)",
+                              cand_speed <= limit, None, {"reference_speed_mps": ref_speed}))
+    final_ref, final_cand = ref["positions"][-1:], cand["positions"][-1:]
+    err, per_body = position_error(final_ref, final_cand, body_pairs, ref_labels)
+    tol = th.position_m(size_m)
+    out.append(PropertyResult(t, "rest_positions", err, tol, "m (max body position error at the end)",
+                              err <= tol, None, {"per_body_m": per_body, "asset_size_m": size_m}))
+    err, per_body = rotation_error(ref["rotations"][-1:], cand["rotations"][-1:], body_pairs, ref_labels)
+    out.append(PropertyResult(t, "rest_rotations", err, th.rotation_deg, "deg (max body orientation error at the end)",
+                              err <= th.rotation_deg, None, {"per_body_deg": per_body}))
+    return out
+
+
+def dynamic_response(ref: dict, cand: dict, body_pairs, ref_labels, size_m: float, th: Thresholds,
+                     program: dict) -> list[PropertyResult]:
+    t = "dynamic_response"
+    finite = bool(np.all(np.isfinite(cand["positions"])))
+    out = [PropertyResult(t, "finite", finite, True, None, finite)]
+    if not finite:
+        reason = "the candidate's simulation diverged (non-finite positions)"
+        return out + [PropertyResult(t, n, reason=reason) for n in ("trajectories", "rotations")]
+    err, per_body = position_error(ref["positions"], cand["positions"], body_pairs, ref_labels)
+    tol = th.position_m(size_m)
+    out.append(PropertyResult(t, "trajectories", err, tol, "m (max body position error over the run)",
+                              err <= tol, None, {"per_body_m": per_body, "program": program, "asset_size_m": size_m}))
+    err, per_body = rotation_error(ref["rotations"], cand["rotations"], body_pairs, ref_labels)
+    out.append(PropertyResult(t, "rotations", err, th.rotation_deg, "deg (max body orientation error over the run)",
+                              err <= th.rotation_deg, None, {"per_body_deg": per_body}))
+    return out
+
+
+# --- (4) joint travel -------------------------------------------------------------------------------
+
+def joint_travel(ref: dict, cand: dict, th: Thresholds) -> list[PropertyResult]:
+    """ref/cand: {joint label (reference's): {type, range, reached_max, reached_min}}; cand None where unmatched."""
+    t = "joint_travel"
+    worst, per_joint = 0.0, {}
+    for label, r in ref.items():
+        c = cand.get(label)
+        span = max(r["range"], 1e-9)
+        unit = "deg" if r["type"] == "revolute" else "m"
+        show = (lambda v: float(np.degrees(v))) if unit == "deg" else (lambda v: float(v))
+        if c is None or not np.isfinite(c["reached_max"]) or not np.isfinite(c["reached_min"]):
+            per_joint[label] = {"unit": unit, "reference_reached": [show(r["reached_min"]), show(r["reached_max"])],
+                                "candidate_reached": None, "relative_error": None,
+                                "why": "no matching single-axis joint in the candidate" if c is None else "diverged"}
+            worst = float("inf")
+            continue
+        err = max(abs(c["reached_max"] - r["reached_max"]), abs(c["reached_min"] - r["reached_min"])) / span
+        per_joint[label] = {"unit": unit, "reference_reached": [show(r["reached_min"]), show(r["reached_max"])],
+                            "candidate_reached": [show(c["reached_min"]), show(c["reached_max"])],
+                            "reference_limits": [show(r["lower"]), show(r["upper"])], "relative_error": err}
+        worst = max(worst, err)
+    return [PropertyResult(t, "travel", worst, th.travel_relative,
+                           "max |reached - reference reached| / reference range", worst <= th.travel_relative,
+                           None, {"joints": per_joint})]

@@ -1,0 +1,188 @@
+"""The physical grade: gate, engine probe, the runtime pytest session in a subprocess, OUT/physical.json.
+
+Separate from the reward: never reads or writes reward.json/grade.json, never touches authored_usd,
+never combines scores. Statuses (each with a reason when not graded):
+  ``graded``                every property measured or null with its reason (engine refusals included)
+  ``not_run``               nothing ran: invalid submission, engine not installed; every property null
+  ``infrastructure_error``  the verifier or the runtime session failed; properties null; not a score
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from profiles.digest import tree_digest
+from scoring.outputs import inside, write_json
+
+from .results import PROPERTIES, TESTS, nulls
+from .settings import ENGINE_MODULES, SETTINGS, THRESHOLDS
+
+PHYSICAL_FILE = "physical.json"
+RECORD_VERSION = "1"
+REPO_ROOT = Path(__file__).resolve().parent.parent
+RUNTIME_DIR = Path(__file__).resolve().parent / "runtime_tests"
+CACHE_ENV = "WARP_CACHE_PATH"
+DEFAULT_CACHE = REPO_ROOT / ".warp-cache"       # compiled Warp kernels (about 20 s to build once)
+RUNTIME_TIMEOUT_S = 900
+
+PROBE = (
+    "import importlib.util, json, sys\n"
+    "missing = [m for m in sys.argv[1:] if importlib.util.find_spec(m) is None]\n"
+    "print(json.dumps({'missing': missing, 'python': sys.version.split()[0], 'executable': sys.executable}))\n"
+)
+
+
+def probe_engine(python: list[str]) -> dict:
+    """Which engine modules the runtime interpreter lacks (a subprocess: the very interpreter that will run)."""
+    done = subprocess.run([*python, "-c", PROBE, *ENGINE_MODULES], capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        return {"missing": list(ENGINE_MODULES), "error": done.stderr.strip()[-500:]}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _properties(results: list[dict]) -> dict:
+    """{test: {property: result}} in the fixed order of results.PROPERTIES."""
+    by_key = {(r["test"], r["name"]): r for r in results}
+    return {t: {n: by_key.get((t, n)) for n in PROPERTIES[t]} for t in TESTS}
+
+
+def _summary(properties: dict) -> dict:
+    flat = [r for t in properties.values() for r in t.values() if r is not None]
+    return {"measured": sum(r["passed"] is not None for r in flat), "passed": sum(r["passed"] is True for r in flat),
+            "failed": sum(r["passed"] is False for r in flat), "null": sum(r["passed"] is None for r in flat),
+            "failed_properties": [f"{r['test']}.{r['name']}" for r in flat if r["passed"] is False]}
+
+
+def run_physical(case: Path, submission: Path, out: Path, *, python: list[str] | None = None,
+                 validity_timeout_s: float | None = None) -> dict:
+    """Grade and write OUT/physical.json; returns the record. python: the runtime interpreter argv."""
+    started = time.monotonic()
+    case, submission, out = Path(case), Path(submission), Path(out)
+    if inside(out, submission):
+        raise ValueError(f"OUT ({out}) may not lie inside the submission ({submission})")
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        (out / PHYSICAL_FILE).unlink()
+    except FileNotFoundError:
+        pass
+    python = list(python or [sys.executable])
+    record: dict = {
+        "record_version": RECORD_VERSION, "status": None, "reason": None,
+        "case": str(case), "submission": str(submission),
+        "authored_usd_changed": False,   # never: a separate grade
+        "validity": None, "engine": None, "settings": SETTINGS.to_json(), "thresholds": THRESHOLDS.to_json(),
+        "digests": None, "correspondence": None, "summary": None,
+        "tests": _properties(r.to_json() for r in []), "timings": {},
+    }
+
+    def finish(status: str, reason: str | None, results: list[dict] | None = None) -> dict:
+        record["status"], record["reason"] = status, reason
+        if results is None:
+            results = [r.to_json() for r in nulls(reason or status)]
+        record["tests"] = _properties(results)
+        record["summary"] = _summary(record["tests"])
+        record["timings"]["total_s"] = round(time.monotonic() - started, 3)
+        write_json(out / PHYSICAL_FILE, record)
+        return record
+
+    # 1. the case, and the exact bytes that will be tested
+    try:
+        from profiles.case import load_case
+
+        loaded = load_case(case, verify_digests=True)
+    except Exception as error:  # CaseError, DigestMismatch, a malformed profile
+        return finish("infrastructure_error", f"case unusable: {type(error).__name__}: {error}")
+    try:
+        candidate_digest = tree_digest(submission)
+    except OSError as error:
+        return finish("not_run", f"cannot read the submission: {error}")
+    record["digests"] = {"reference": loaded.profile.reference.digest, "candidate": candidate_digest}
+
+    # 2. the validity gate of the authored-USD grade: the physical grade runs only on a valid package
+    from gates.validity import check_submission
+
+    t0 = time.monotonic()
+    validity = check_submission(submission, loaded.profile.limits or None, timeout_s=validity_timeout_s)
+    record["timings"]["validity_s"] = round(time.monotonic() - t0, 3)
+    record["validity"] = {"valid": validity.valid, "reason": validity.reason}
+    if validity.infrastructure_error:
+        return finish("infrastructure_error", f"validity gate: {validity.infrastructure_error}")
+    if not validity.valid:
+        return finish("not_run", f"the submission is not valid: {validity.reason}")
+    candidate_root = Path(validity.root_layer)
+    reference_root = loaded.reference_root_layer
+
+    # 3. the engine, in the runtime interpreter
+    t0 = time.monotonic()
+    try:
+        probe = probe_engine(python)
+    except (OSError, subprocess.SubprocessError) as error:
+        probe = {"missing": list(ENGINE_MODULES), "error": f"{type(error).__name__}: {error}"}
+    record["engine"] = {"name": "newton", "solver": SETTINGS.solver, "device": SETTINGS.device,
+                        "interpreter": python, "python": probe.get("python"), "versions": None}
+    if probe.get("missing"):
+        return finish("not_run", "engine not installed: missing " + ", ".join(probe["missing"])
+                      + " in " + " ".join(python) + " (pip install -e '.[physical]')"
+                      + (f"; {probe['error']}" if probe.get("error") else ""))
+
+    # 4. the runtime tests: their own pytest session, in a subprocess (an engine crash cannot take
+    #    the grade down with it, and the authored-USD grade never imports the engine)
+    env = dict(os.environ)
+    env.setdefault(CACHE_ENV, str(DEFAULT_CACHE))
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), *filter(None, [env.get("PYTHONPATH")])])
+    record["engine"]["kernel_cache"] = env[CACHE_ENV]
+    with tempfile.TemporaryDirectory(prefix="usdgrade-physical-") as tmp:
+        config_path, results_path = Path(tmp) / "config.json", Path(tmp) / "results.json"
+        config_path.write_text(json.dumps({"reference": str(reference_root), "candidate": str(candidate_root),
+                                           "results": str(results_path)}), encoding="utf-8")
+        env["USDGRADE_PHYSICAL_CONFIG"] = str(config_path)
+        argv = [*python, "-m", "pytest", str(RUNTIME_DIR), "-c", str(RUNTIME_DIR / "pytest.ini"),
+                "--rootdir", str(RUNTIME_DIR), "-q", "-p", "no:randomly", "-p", "no:xdist"]
+        t0 = time.monotonic()
+        try:
+            # cwd: the temporary folder, where MuJoCo writes its MUJOCO_LOG.TXT on a refusal
+            done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=tmp,
+                                  timeout=RUNTIME_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            return finish("infrastructure_error", f"the runtime session ran past {RUNTIME_TIMEOUT_S} s")
+        record["timings"]["runtime_session_s"] = round(time.monotonic() - t0, 3)
+        record["runtime_session"] = {"argv": argv[len(python):], "exit_code": done.returncode,
+                                     "output_tail": _tail(done.stdout + done.stderr)}
+        try:
+            payload = json.loads(results_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            return finish("infrastructure_error", f"the runtime session wrote no results (exit {done.returncode}): "
+                                                  f"{type(error).__name__}: {error}")
+    record["engine"]["versions"] = payload["versions"]
+    record["settings"] = payload["settings"]
+    record["thresholds"] = payload["thresholds"]
+    record["correspondence"] = payload["correspondence"]
+    record["engine"]["warnings"] = payload["engine_warnings"]
+    record["engine"]["ground_m"] = payload["ground_m"]
+    record["engine"]["refusals"] = {"reference": payload["reference_refusal"], "candidate": payload["candidate_refusal"]}
+    record["timings"].update({f"runtime_{k}": v for k, v in payload["timings"].items()})
+    # 5. the bytes tested are still the bytes recorded
+    if tree_digest(submission) != candidate_digest or tree_digest(loaded.paths.reference) != record["digests"]["reference"]:
+        return finish("infrastructure_error", "a package changed while it was being tested")
+    if payload["errors"]:
+        return finish("infrastructure_error", "a runtime test raised: " + " | ".join(e.splitlines()[0] for e in payload["errors"]))
+    missing = [f"{t}.{n}" for t, props in _properties(payload["results"]).items() for n, r in props.items() if r is None]
+    if missing:
+        return finish("infrastructure_error", f"the runtime session did not report {', '.join(missing)} "
+                                              f"(exit {done.returncode})")
+    reason = None
+    if payload["reference_refusal"]:
+        reason = f"reference itself unloadable: {payload['reference_refusal']}"
+    elif payload["candidate_refusal"]:
+        reason = f"engine refused the candidate: {payload['candidate_refusal']}"
+    return finish("graded", reason, payload["results"])
+
+
+def _tail(text: str, limit: int = 3000) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else "..." + text[-limit:]

@@ -1,0 +1,154 @@
+"""The runtime session: loads reference and candidate once, matches them, collects property results.
+
+Configured by a JSON file named in $USDGRADE_PHYSICAL_CONFIG (written by physical/grade.py):
+{"reference": root layer, "candidate": root layer, "results": where to write the results}.
+Each test records its PropertyResults before asserting, so the results file holds what was
+measured whether the test passed or failed; a property that could not be measured is null with
+its reason and the test is skipped with that reason.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from physical import compare, engine
+from physical.results import PropertyResult, null
+from physical.settings import SETTINGS, THRESHOLDS
+
+CONFIG_ENV = "USDGRADE_PHYSICAL_CONFIG"
+RESULTS: list[dict] = []
+ERRORS: list[str] = []
+TIMINGS: dict[str, float] = {}
+CACHE: dict[str, object] = {}
+
+
+def _config() -> dict:
+    return json.loads(Path(os.environ[CONFIG_ENV]).read_text(encoding="utf-8"))
+
+
+@dataclass
+class Pair:
+    reference: engine.Loaded | None
+    candidate: engine.Loaded | None
+    reference_refusal: str | None
+    candidate_refusal: str | None
+    bodies: dict = field(default_factory=dict)        # reference body label -> candidate body label | None
+    joints: dict = field(default_factory=dict)        # reference joint label -> candidate joint label | None
+    size_m: float = 1.0
+    correspondence: str = "stage_snapshot.correspondence (structure, pose and shape)"
+
+    def body_pairs(self) -> list[tuple[int, int | None]]:
+        cand_index = {label: i for i, label in enumerate(self.candidate.body_labels)}
+        return [(i, cand_index.get(self.bodies.get(label))) for i, label in enumerate(self.reference.body_labels)]
+
+    def null_reason(self) -> str | None:
+        if self.reference_refusal:
+            return f"reference itself unloadable: {self.reference_refusal}"
+        if self.candidate_refusal:
+            return f"engine refused the candidate: {self.candidate_refusal}"
+        return None
+
+
+def _load(root: str):
+    try:
+        return engine.load(Path(root), SETTINGS), None
+    except engine.EngineRefusal as refusal:
+        return None, str(refusal)
+
+
+@pytest.fixture(scope="session")
+def pair() -> Pair:
+    config = _config()
+    t0 = time.monotonic()
+    reference, ref_refusal = _load(config["reference"])
+    candidate, cand_refusal = _load(config["candidate"])
+    TIMINGS["load_s"] = round(time.monotonic() - t0, 3)
+    result = Pair(reference, candidate, ref_refusal, cand_refusal)
+    if reference is not None and candidate is not None:
+        from stage_snapshot.correspondence import correspond
+        from stage_snapshot.read import read_snapshot
+
+        t0 = time.monotonic()
+        ref_snap, cand_snap = read_snapshot(config["reference"]), read_snapshot(config["candidate"])
+        match = correspond(ref_snap, cand_snap)
+        result.bodies = {label: match.bodies.get(label) for label in reference.body_labels}
+        result.joints = {label: match.joints.get(label) for label in reference.joint_labels}
+        result.size_m = float(ref_snap.size)
+        TIMINGS["correspondence_s"] = round(time.monotonic() - t0, 3)
+    CACHE["pair"] = result
+    return result
+
+
+def record(results: list[PropertyResult]) -> None:
+    RESULTS.extend(r.to_json() for r in results)
+    failed = [r for r in results if r.passed is False]
+    if failed:
+        pytest.fail("; ".join(f"{r.name}: {r.value} vs {r.threshold}" for r in failed), pytrace=False)
+    if all(r.passed is None for r in results):
+        pytest.skip(results[0].reason or "not measured")
+
+
+def record_nulls(test: str, names, reason: str) -> None:
+    record([null(test, n, reason) for n in names])
+
+
+def run_both(test: str, probe, pair_: Pair):
+    """probe(loaded, joint_map) on the reference (map None) then the candidate (the correspondence);
+    an engine failure while stepping nulls the test's properties with the reason."""
+    from physical.results import PROPERTIES
+
+    try:
+        ref = probe(pair_.reference, None)
+    except engine.EngineRefusal as refusal:
+        record_nulls(test, PROPERTIES[test], f"reference itself failed to run: {refusal}")
+    try:
+        cand = probe(pair_.candidate, pair_.joints)
+    except engine.EngineRefusal as refusal:
+        record_nulls(test, PROPERTIES[test], f"engine failed on the candidate: {refusal}")
+    return ref, cand
+
+
+def pytest_runtest_makereport(item, call):
+    # a probe that raised is a verifier (or engine) fault: an infrastructure error, never a score
+    if call.excinfo is not None and call.when == "call" and not call.excinfo.errisinstance(
+            (pytest.fail.Exception, pytest.skip.Exception)):
+        ERRORS.append(f"{item.name}: {call.excinfo.typename}: {call.excinfo.value}\n"
+                      + "".join(traceback.format_tb(call.excinfo.tb)[-3:]))
+    if call.excinfo is not None and call.when == "setup" and not call.excinfo.errisinstance(pytest.skip.Exception):
+        ERRORS.append(f"{item.name} setup: {call.excinfo.typename}: {call.excinfo.value}")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if CONFIG_ENV not in os.environ:
+        return
+    config = _config()
+    pair_ = CACHE.get("pair")
+    payload = {
+        "results": RESULTS, "errors": ERRORS, "timings": TIMINGS,
+        "settings": SETTINGS.to_json(), "thresholds": THRESHOLDS.to_json(), "versions": engine.versions(),
+        "reference_refusal": getattr(pair_, "reference_refusal", None),
+        "candidate_refusal": getattr(pair_, "candidate_refusal", None),
+        "correspondence": None if pair_ is None or pair_.reference is None or pair_.candidate is None else {
+            "method": pair_.correspondence, "bodies": pair_.bodies, "asset_size_m": pair_.size_m},
+        "engine_warnings": None if pair_ is None else {
+            "reference": getattr(pair_.reference, "warnings", None), "candidate": getattr(pair_.candidate, "warnings", None)},
+        "ground_m": None if pair_ is None else {
+            "reference": getattr(pair_.reference, "ground_height_m", None),
+            "candidate": getattr(pair_.candidate, "ground_height_m", None)},
+        "exitstatus": int(exitstatus),
+    }
+    Path(config["results"]).write_text(json.dumps(payload, default=_json_default, sort_keys=True), encoding="utf-8")
+
+
+def _json_default(value):
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    if hasattr(value, "item"):
+        return value.item()
+    return str(value)

@@ -1,0 +1,244 @@
+"""The physical grade end to end, on the real engine (Newton + MuJoCo, CPU) and real fixtures.
+
+These tests need the engine: `pip install -e '.[physical]'` (.ci/run does). Without it they
+FAIL (test_engine_is_installed says why); they never skip. Warp kernels compile once into
+WARP_CACHE_PATH (default: .warp-cache/ in the checkout), about 20 s.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from physical import cli as physical_cli
+from physical.calibrate import split_door_panel
+from physical.grade import PHYSICAL_FILE, run_physical
+from physical.results import PROPERTIES, TESTS
+from physical.settings import ENGINE_MODULES
+from profiles.inject import root_layer_of
+from tests import variants
+
+ROOT = Path(__file__).resolve().parent.parent
+CASES = ROOT / "fixtures" / "cases"
+ASSETS = ROOT / "fixtures" / "assets"
+ANT = CASES / "ant_two_joint_faults"
+CABINET = CASES / "cabinet_drawer_door"
+ANT_RENAMES = {"ant": "robot", "torso": "trunk", "front_left_leg": "leg_a", "hip_1": "hip_a"}
+CABINET_RENAMES = {"Cabinet": "Kitchen", "Drawer": "Box", "DoorHinge": "Hinge1", "Joints": "Constraints"}
+
+
+def properties(record: dict) -> list[dict]:
+    return [p for t in TESTS for p in record["tests"][t].values()]
+
+
+def failed(record: dict) -> set[str]:
+    return {f"{p['test']}.{p['name']}" for p in properties(record) if p["passed"] is False}
+
+
+def assert_all_pass(record: dict) -> None:
+    assert record["status"] == "graded", record["reason"]
+    bad = [(p["test"], p["name"], p["value"], p["threshold"], p["reason"]) for p in properties(record) if p["passed"] is not True]
+    assert not bad, bad
+
+
+def assert_all_null(record: dict, reason_part: str) -> None:
+    for p in properties(record):
+        assert p["passed"] is None and p["value"] is None, p
+        assert reason_part in p["reason"], p["reason"]
+
+
+def without_timings(record: dict) -> dict:
+    record = json.loads(json.dumps(record))
+    record.pop("timings")
+    record.pop("runtime_session", None)
+    return record
+
+
+@pytest.fixture(scope="module", autouse=True)
+def engine():
+    """The runtime tests need the engine: installed here when missing (pinned, once, under a lock);
+    an install that fails fails these tests loudly, never skips them."""
+    from physical.provision import ensure_engine
+
+    ensure_engine()
+
+
+def test_engine_is_installed():
+    missing = [m for m in ENGINE_MODULES if importlib.util.find_spec(m) is None]
+    assert not missing, f"engine not installed ({', '.join(missing)}): pip install -e '.[physical]'"
+
+
+@pytest.fixture(scope="module")
+def ant_self(tmp_path_factory):
+    out = tmp_path_factory.mktemp("ant_self")
+    return run_physical(ANT, ANT / "reference", out)
+
+
+def test_reference_against_itself_passes_every_test(ant_self):
+    r = ant_self
+    assert_all_pass(r)
+    assert r["authored_usd_changed"] is False
+    assert r["summary"]["passed"] == sum(len(PROPERTIES[t]) for t in TESTS)
+    # identical bytes, identical runs: every error is exactly zero
+    assert r["tests"]["rest_and_contact"]["rest_positions"]["value"] == 0.0
+    assert r["tests"]["dynamic_response"]["trajectories"]["value"] == 0.0
+    assert r["tests"]["dynamic_response"]["rotations"]["value"] == 0.0
+    assert r["tests"]["joint_travel"]["travel"]["value"] == 0.0
+    # the record says what ran and on what bytes
+    assert r["engine"]["versions"]["newton"] and r["engine"]["versions"]["mujoco"]
+    assert r["settings"]["solver"] == "SolverMuJoCo" and r["settings"]["dt_s"] > 0
+    assert r["digests"]["candidate"] == r["digests"]["reference"]
+    assert r["tests"]["load_and_cook"]["bodies"]["value"] == 13
+    # 8 hinge joints, each pushed both ways, each reaching its limits like the reference's
+    joints = r["tests"]["joint_travel"]["travel"]["details"]["joints"]
+    assert len(joints) == 8
+
+
+def test_same_bytes_same_record(ant_self, tmp_path):
+    again = run_physical(ANT, ANT / "reference", tmp_path / "again")
+    assert without_timings(again) == {**without_timings(ant_self), "case": again["case"], "submission": again["submission"]}
+
+
+def test_flattened_variant_passes_every_test(tmp_path):
+    flat = variants.flatten(ANT / "reference", tmp_path / "flat")
+    assert_all_pass(run_physical(ANT, flat, tmp_path / "out"))
+
+
+def test_renamed_namespace_variant_passes_every_test(tmp_path):
+    renamed = variants.rename_namespace(ANT / "reference", tmp_path / "renamed", ANT_RENAMES)
+    r = run_physical(ANT, renamed, tmp_path / "out")
+    assert_all_pass(r)
+    assert r["correspondence"]["bodies"]["/ant/Geometry/torso"] == "/robot/Geometry/trunk"
+
+
+def test_renamed_cabinet_with_another_collision_decomposition_passes_every_test(tmp_path):
+    candidate = variants.rename_namespace(CABINET / "reference", tmp_path / "cab", CABINET_RENAMES)
+    split_door_panel(candidate)
+    r = run_physical(CABINET, candidate, tmp_path / "out")
+    assert_all_pass(r)
+    cook = r["tests"]["load_and_cook"]
+    assert cook["colliders_built"]["value"] == cook["colliders_built"]["threshold"]   # all built, one more than the reference's
+    # the prismatic drawer and the revolute door were pushed both ways
+    travel = r["tests"]["joint_travel"]["travel"]["details"]["joints"]
+    assert {j["unit"] for j in travel.values()} == {"deg", "m"}
+
+
+# --- fault kinds of the case suite, detected by runtime tests (fixture inputs as candidates) -----
+
+def test_joint_frame_and_limit_units_faults_fail_motion_and_travel(tmp_path):
+    """ant_two_joint_faults: hip_1's frame moved, ankle_2's limits authored in radians."""
+    r = run_physical(ANT, ANT / "input", tmp_path / "out")
+    assert r["status"] == "graded"
+    assert {"joint_travel.travel", "dynamic_response.trajectories", "rest_and_contact.rest_positions"} <= failed(r)
+    assert not {n for n in failed(r) if n.startswith("load_and_cook")}     # it loads and cooks like the reference
+    travel = r["tests"]["joint_travel"]["travel"]
+    ankle = next(j for label, j in travel["details"]["joints"].items() if label.endswith("ankle_2"))
+    # the radians-as-degrees limit leaves about 1/57 of the reference's travel
+    assert ankle["relative_error"] > 0.5
+    assert r["tests"]["dynamic_response"]["trajectories"]["value"] > 5 * r["tests"]["dynamic_response"]["trajectories"]["threshold"]
+
+
+def test_inverted_joint_limits_are_an_engine_refusal_with_its_reason(tmp_path):
+    """gen_ant_2: inverted limits: MuJoCo refuses the model; `loads` fails, the rest is null with why."""
+    r = run_physical(CASES / "gen_ant_2", CASES / "gen_ant_2" / "input", tmp_path / "out")
+    assert r["status"] == "graded"
+    cook = r["tests"]["load_and_cook"]
+    assert cook["loads"]["passed"] is False and "range" in cook["loads"]["reason"]
+    others = [p for p in properties(r) if p["name"] != "loads"]
+    assert all(p["passed"] is None and "engine refused the candidate" in p["reason"] for p in others)
+    assert failed(r) == {"load_and_cook.loads"}
+
+
+def test_massless_moving_body_is_a_refusal_with_its_reason(tmp_path):
+    """cheetah_visual_and_shape: fthigh's colliders disabled: the engine gives it no mass."""
+    case = CASES / "cheetah_visual_and_shape"
+    r = run_physical(case, case / "input", tmp_path / "out")
+    assert r["tests"]["load_and_cook"]["loads"]["passed"] is False
+    assert "without mass" in r["reason"] and "fthigh" in r["reason"]
+
+
+def test_reference_itself_unloadable_gives_nulls_with_the_reason(tmp_path):
+    """A case whose reference the engine refuses: nothing is measured, every property says why."""
+    import shutil
+
+    from profiles.digest import tree_digest
+
+    case = tmp_path / "case"
+    shutil.copytree(CASES / "gen_ant_2", case)
+    shutil.rmtree(case / "reference")
+    shutil.copytree(case / "input", case / "reference")
+    profile = json.loads((case / "profile.json").read_text())
+    profile["reference"]["digest"] = tree_digest(case / "reference")
+    (case / "profile.json").write_text(json.dumps(profile))
+    r = run_physical(case, CASES / "gen_ant_2" / "reference", tmp_path / "out")
+    assert r["status"] == "graded"
+    assert_all_null(r, "reference itself unloadable")
+
+
+# --- not run: nulls with the reason, no engine needed --------------------------------------------
+
+def test_engine_absent_gives_every_property_null_with_the_reason(tmp_path):
+    """`python -S` has no site-packages: the engine is really absent from that interpreter."""
+    r = run_physical(ANT, ANT / "reference", tmp_path / "out", python=[sys.executable, "-S"])
+    assert r["status"] == "not_run"
+    assert r["reason"].startswith("engine not installed: missing newton")
+    assert_all_null(r, "engine not installed")
+    assert json.loads((tmp_path / "out" / PHYSICAL_FILE).read_text()) == r
+
+
+def test_invalid_submission_is_not_run(tmp_path):
+    sub = variants.copy_package(ANT / "reference", tmp_path / "sub")
+    (sub / "second_root.usda").write_text("#usda 1.0\n")
+    r = run_physical(ANT, sub, tmp_path / "out")
+    assert r["status"] == "not_run"
+    assert "not valid" in r["reason"]
+    assert_all_null(r, "not valid")
+
+
+def test_cli_writes_physical_json_and_never_a_reward(tmp_path, capsys):
+    from scoring.cli import main
+
+    out = tmp_path / "out"
+    code = main(["physical", "--case", str(ANT), "--submission", str(ANT / "reference"), "--out", str(out),
+                 "--python", f"{sys.executable} -S"])
+    assert code == 0
+    assert "physical not_run" in capsys.readouterr().out
+    assert sorted(p.name for p in out.iterdir()) == [PHYSICAL_FILE]
+
+
+def test_out_inside_the_submission_is_refused(tmp_path):
+    sub = variants.copy_package(ANT / "reference", tmp_path / "sub")
+    with pytest.raises(ValueError):
+        run_physical(ANT, sub, sub / "out")
+
+
+def test_reversed_joint_is_an_engine_refusal_with_its_reason(tmp_path):
+    """A joint authored child-first (body0 = leg, body1 = thigh) is valid USD, but Newton's importer
+    refuses it: `loads` fails with the importer's reason, nothing else is claimed."""
+    from pxr import Usd, UsdPhysics
+
+    case = CASES / "gen_hopper_2"
+    package = variants.flatten(case / "reference", tmp_path / "reversed")
+    stage = Usd.Stage.Open(str(root_layer_of(package)))
+    joint = UsdPhysics.RevoluteJoint(next(p for p in stage.Traverse() if p.GetName() == "leg_joint"))
+    b0, b1 = joint.GetBody0Rel().GetTargets(), joint.GetBody1Rel().GetTargets()
+    joint.GetBody0Rel().SetTargets(b1)
+    joint.GetBody1Rel().SetTargets(b0)
+    for first, second in ((joint.GetLocalPos0Attr(), joint.GetLocalPos1Attr()),
+                          (joint.GetLocalRot0Attr(), joint.GetLocalRot1Attr())):
+        a, b = first.Get(), second.Get()
+        first.Set(b)
+        second.Set(a)
+    lower, upper = joint.GetLowerLimitAttr().Get(), joint.GetUpperLimitAttr().Get()
+    joint.GetLowerLimitAttr().Set(-upper)
+    joint.GetUpperLimitAttr().Set(-lower)
+    stage.GetRootLayer().Save()
+    r = run_physical(case, package, tmp_path / "out")
+    assert r["status"] == "graded"
+    assert failed(r) == {"load_and_cook.loads"}
+    assert "Reversed joints are not supported" in r["tests"]["load_and_cook"]["loads"]["reason"]
+    assert all(p["passed"] is None and "engine refused the candidate" in p["reason"]
+               for p in properties(r) if p["name"] != "loads")
