@@ -56,42 +56,45 @@ def load_and_cook(ref: dict, cand: dict, bodies: dict, th: Thresholds) -> list[P
 
 # --- trajectories ---------------------------------------------------------------------------------
 
+def _worst_over_bodies(body_pairs: list[tuple[int, int | None]], ref_labels: list[str],
+                       error_of) -> tuple[float, dict]:
+    """Max over matched bodies of error_of(r, c), with each body's own; an unmatched body is infinite."""
+    worst, per_body = 0.0, {}
+    for r, c in body_pairs:
+        err = float("inf") if c is None else error_of(r, c)
+        per_body[ref_labels[r]] = None if c is None else err
+        worst = max(worst, err)
+    return worst, per_body
+
+
 def position_error(ref_positions: np.ndarray, cand_positions: np.ndarray, body_pairs: list[tuple[int, int | None]],
                    ref_labels: list[str]) -> tuple[float, dict]:
     """Max over samples and matched bodies of |p_cand - p_ref| (m); an unmatched body is infinite."""
-    worst, per_body = 0.0, {}
     n = min(len(ref_positions), len(cand_positions))
-    for r, c in body_pairs:
-        if c is None:
-            per_body[ref_labels[r]] = None
-            worst = float("inf")
-            continue
+
+    def error_of(r: int, c: int) -> float:
         diff = np.linalg.norm(ref_positions[:n, r, :] - cand_positions[:n, c, :], axis=-1)
-        err = float(np.max(diff)) if np.all(np.isfinite(diff)) else float("inf")
-        per_body[ref_labels[r]] = err
-        worst = max(worst, err)
-    return worst, per_body
+        return float(np.max(diff)) if np.all(np.isfinite(diff)) else float("inf")
+
+    return _worst_over_bodies(body_pairs, ref_labels, error_of)
 
 
 def rotation_error(ref_rotations: np.ndarray, cand_rotations: np.ndarray, body_pairs: list[tuple[int, int | None]],
                    ref_labels: list[str]) -> tuple[float, dict]:
     """Max over samples and matched bodies of the angle between world orientations (degrees)."""
-    worst, per_body = 0.0, {}
     n = min(len(ref_rotations), len(cand_rotations))
-    for r, c in body_pairs:
-        if c is None:
-            per_body[ref_labels[r]] = None
-            worst = float("inf")
-            continue
+
+    def error_of(r: int, c: int) -> float:
         a = ref_rotations[:n, r, :] / np.linalg.norm(ref_rotations[:n, r, :], axis=-1, keepdims=True)
         b = cand_rotations[:n, c, :] / np.linalg.norm(cand_rotations[:n, c, :], axis=-1, keepdims=True)
         b = b * np.where(np.sum(a * b, axis=-1, keepdims=True) < 0.0, -1.0, 1.0)   # q and -q: one rotation
         # |a - b| = 2 sin(angle / 4) for unit quaternions: exact near zero, where arccos(dot) is not
         angle = np.degrees(4.0 * np.arcsin(np.clip(np.linalg.norm(a - b, axis=-1) / 2.0, 0.0, 1.0)))
-        err = float(np.max(angle)) if angle.size and np.all(np.isfinite(angle)) else (0.0 if not angle.size else float("inf"))
-        per_body[ref_labels[r]] = err
-        worst = max(worst, err)
-    return worst, per_body
+        if not angle.size:
+            return 0.0
+        return float(np.max(angle)) if np.all(np.isfinite(angle)) else float("inf")
+
+    return _worst_over_bodies(body_pairs, ref_labels, error_of)
 
 
 def end_speed(positions: np.ndarray, times: np.ndarray, window_s: float) -> float:

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from profiles.digest import tree_digest
-from scoring.outputs import inside, write_json
+from scoring.outputs import prepare_separate_output, write_json
 
 from .results import PROPERTIES, TESTS, nulls
 from .settings import ENGINE_MODULES, SETTINGS, THRESHOLDS
@@ -63,13 +63,7 @@ def run_physical(case: Path, submission: Path, out: Path, *, python: list[str] |
     """Grade and write OUT/physical.json; returns the record. python: the runtime interpreter argv."""
     started = time.monotonic()
     case, submission, out = Path(case), Path(submission), Path(out)
-    if inside(out, submission):
-        raise ValueError(f"OUT ({out}) may not lie inside the submission ({submission})")
-    out.mkdir(parents=True, exist_ok=True)
-    try:
-        (out / PHYSICAL_FILE).unlink()
-    except FileNotFoundError:
-        pass
+    prepare_separate_output(out, submission, PHYSICAL_FILE)
     python = list(python or [sys.executable])
     record: dict = {
         "record_version": RECORD_VERSION, "status": None, "reason": None,

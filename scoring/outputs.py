@@ -17,6 +17,18 @@ def inside(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
 
+def prepare_separate_output(out: Path, submission: Path, record_file: str) -> None:
+    """A separate grade's OUT (visual.json, physical.json): not inside the submission (ValueError),
+    created, and without a record of an earlier run."""
+    if inside(out, submission):
+        raise ValueError(f"OUT ({out}) may not lie inside the submission ({submission})")
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        (out / record_file).unlink()
+    except FileNotFoundError:
+        pass
+
+
 def remove_stale(out: Path) -> None:
     for name in OUTPUT_FILES:
         try:

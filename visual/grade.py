@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from profiles.digest import tree_digest
-from scoring.outputs import inside, write_json
+from scoring.outputs import prepare_separate_output, write_json
 
 from . import judge as judges
 from . import render, rubric as rubrics
@@ -76,13 +76,7 @@ def run_visual(case: Path, submission: Path, grade_path: Path, out: Path, *, aut
     env = os.environ if env is None else env
     started = time.monotonic()
     case, submission, out = Path(case), Path(submission), Path(out)
-    if inside(out, submission):
-        raise ValueError(f"OUT ({out}) may not lie inside the submission ({submission})")
-    out.mkdir(parents=True, exist_ok=True)
-    try:
-        (out / VISUAL_FILE).unlink()
-    except FileNotFoundError:
-        pass
+    prepare_separate_output(out, submission, VISUAL_FILE)
     stale = out / RENDER_DIR                  # renders of an earlier run are never left beside a new record
     if stale.is_dir() and not stale.is_symlink():
         for old in stale.glob("*.png"):
