@@ -109,14 +109,22 @@ def end_speed(positions: np.ndarray, times: np.ndarray, window_s: float) -> floa
     return float(np.max(d) / span) if d.size else 0.0
 
 
+def _finite(test: str, cand: dict, later: tuple[str, ...]) -> list[PropertyResult]:
+    """The test's `finite` property; when the candidate diverged, its other properties null."""
+    finite = bool(np.all(np.isfinite(cand["positions"])))
+    out = [PropertyResult(test, "finite", finite, True, None, finite)]
+    if not finite:
+        reason = "the candidate's simulation diverged (non-finite positions)"
+        out += [PropertyResult(test, name, reason=reason) for name in later]
+    return out
+
+
 def rest_and_contact(ref: dict, cand: dict, body_pairs, ref_labels, size_m: float, th: Thresholds,
                      window_s: float) -> list[PropertyResult]:
     t = "rest_and_contact"
-    finite = bool(np.all(np.isfinite(cand["positions"])))
-    out = [PropertyResult(t, "finite", finite, True, None, finite)]
-    if not finite:
-        reason = "the candidate's simulation diverged (non-finite positions)"
-        return out + [PropertyResult(t, n, reason=reason) for n in ("settled", "rest_positions", "rest_rotations")]
+    out = _finite(t, cand, ("settled", "rest_positions", "rest_rotations"))
+    if not out[0].passed:
+        return out
     ref_speed = end_speed(ref["positions"], ref["times"], window_s)
     cand_speed = end_speed(cand["positions"], cand["times"], window_s)
     limit = max(ref_speed * th.settle_speed_factor, ref_speed + th.settle_speed_abs_mps)
@@ -136,11 +144,9 @@ def rest_and_contact(ref: dict, cand: dict, body_pairs, ref_labels, size_m: floa
 def dynamic_response(ref: dict, cand: dict, body_pairs, ref_labels, size_m: float, th: Thresholds,
                      program: dict) -> list[PropertyResult]:
     t = "dynamic_response"
-    finite = bool(np.all(np.isfinite(cand["positions"])))
-    out = [PropertyResult(t, "finite", finite, True, None, finite)]
-    if not finite:
-        reason = "the candidate's simulation diverged (non-finite positions)"
-        return out + [PropertyResult(t, n, reason=reason) for n in ("trajectories", "rotations")]
+    out = _finite(t, cand, ("trajectories", "rotations"))
+    if not out[0].passed:
+        return out
     err, per_body = position_error(ref["positions"], cand["positions"], body_pairs, ref_labels)
     tol = th.position_m(size_m)
     out.append(PropertyResult(t, "trajectories", err, tol, "m (max body position error over the run)",
