@@ -163,15 +163,17 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 def _build_session(state: RunState) -> None:
-    start = time.perf_counter()
-    from .session import GradingSession  # the measuring code: pxr, scipy, every check family
-
-    imports = round(time.perf_counter() - start, 6)
     try:
+        start = time.perf_counter()
+        from .session import GradingSession  # the measuring code: pxr, scipy, every check family
+
+        imports = round(time.perf_counter() - start, 6)
         state.session = GradingSession(state.case, state.submission, state.work, state.validity)
         state.session.timings["imports"] = imports
     except Exception as error:  # raised again by every test that needs it: an infrastructure error
         state.session_error = error
+        if state.work is not None:
+            state.work.abandon(f"{type(error).__name__}: {error}")  # no other worker waits for us
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

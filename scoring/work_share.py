@@ -51,6 +51,9 @@ class LocalWork:
     def wait(self, unit: str) -> Any:
         return self.mine[unit]
 
+    def abandon(self, reason: str) -> None:
+        pass  # nobody else waits
+
 
 class SharedWork:
     """Units of work claimed and published through a folder shared by xdist workers."""
@@ -98,6 +101,12 @@ class SharedWork:
             raise
         self.mine[unit] = value
         return value
+
+    def abandon(self, reason: str) -> None:
+        """This worker failed before finishing the units it claimed: fail them for the others."""
+        for unit in sorted(self.claimed - set(self.mine)):
+            if not self._path(unit, "failed").exists():
+                self._write(unit, "failed", f"fault\n{reason}".encode())
 
     def _write(self, unit: str, suffix: str, data: bytes) -> None:
         fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=f".{unit}.")

@@ -124,3 +124,11 @@ def test_a_result_that_cannot_be_published_fails_the_unit_for_everyone(tmp_path)
         owner.run("reference", lambda: (lambda: "a lambda does not pickle"))
     with pytest.raises(VerifierFault, match="reference"):
         waiter.wait("reference")
+
+
+def test_a_worker_that_fails_before_its_claimed_units_fails_them_for_the_others(tmp_path):
+    owner, waiter = SharedWork(tmp_path), SharedWork(tmp_path)
+    assert owner.claim("submission")   # claimed at configure, then the session could not be built
+    owner.abandon("ImportError: no module named pxr")
+    with pytest.raises(VerifierFault, match="no module named pxr"):
+        waiter.wait("submission")
