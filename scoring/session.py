@@ -19,7 +19,7 @@ from pathlib import Path
 from checks.measurement import Comparison, Measurement
 from checks.registry import every_measurement, measure, unmeasured
 from gates import objective, preservation
-from gates.names import STAGE_RULE, VALIDITY_RULES
+from gates.names import STAGE_RULE
 from gates.results import GateResult
 from gates.validity import ResourceLimits, ValidityReport, timed_validity
 from profiles.case import Case, CaseError
@@ -30,7 +30,7 @@ from stage_snapshot.read import StageOpenError, read_snapshot
 
 from .work_share import LocalWork, SharedWork, VerifierFault
 
-__all__ = ["GradingSession", "VerifierFault", "STAGE_RULE", "VALIDITY_RULES", "validity_limits"]
+__all__ = ["GradingSession", "VerifierFault", "validity_limits"]
 
 # Matching is quadratic in element counts: a candidate with far more elements than any
 # repair of the reference could have is refused before matching, not left to time out.

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from physical import compare, engine
+from physical import engine
 from physical.results import PropertyResult, null
 from physical.settings import SETTINGS, THRESHOLDS
 
