@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from .session import GradingSession
 
 GATES_DIR = Path(__file__).resolve().parent.parent / "gates"
+CHECKS_DIR = GATES_DIR.parent / "checks"
 
 
 @dataclass
@@ -84,6 +85,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "(set it below the harness's own verifier timeout)")
 
 
+def _grading_requested(config: pytest.Config) -> bool:
+    """The command names the grading tests (`pytest checks`, `pytest gates/...`)."""
+    for arg in config.args:
+        path = Path(config.invocation_params.dir, arg.split("::")[0]).resolve()
+        if any(path == folder or folder in path.parents for folder in (CHECKS_DIR, GATES_DIR)):
+            return True
+    return False
+
+
 def is_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 
@@ -97,6 +107,10 @@ def is_controller(config: pytest.Config) -> bool:
 def pytest_configure(config: pytest.Config) -> None:
     case_dir = config.getoption("case")
     if not case_dir:
+        if _grading_requested(config):
+            raise pytest.UsageError(
+                "grading needs --case CASE --submission DIR --out OUT "
+                "(pytest checks without them would grade nothing; `pytest tests` runs the verifier's own tests)")
         return
     submission, out = config.getoption("submission"), config.getoption("out")
     if not submission or not out:

@@ -9,7 +9,7 @@ from profiles.digest import tree_digest
 from profiles.schema import SCORING_VERSION
 
 from . import VERIFIER_VERSION
-from .reward import Decision, TestRecord, results_by_kind
+from .reward import REWARD_CAP, Decision, TestRecord, results_by_kind
 
 # Hashing a hostile submission must stay cheap: beyond this many bytes it is not hashed.
 MAX_DIGEST_BYTES = 1 << 30
@@ -100,21 +100,70 @@ def _figure(value) -> str:
     return "-" if value is None else (f"{value:.4f}" if isinstance(value, float) else str(value))
 
 
+# A grade without a reward: F and S were not computed over the whole case, so none is shown.
+NO_REWARD_STATUSES = ("partial", "infrastructure_error")
+
+
+def not_run_by_kind(grade: dict) -> dict[str, list[str]]:
+    """The required tests that did not run, by kind ("check", "validity", ...)."""
+    found: dict[str, list[str]] = {}
+    for item in grade.get("missing_tests") or []:
+        kind, _, name = str(item).partition(":")
+        found.setdefault(kind, []).append(name)
+    return found
+
+
+def gate_summary(grade: dict, kind: str) -> str:
+    """One gate kind in a few words: what failed, what passed, what never ran."""
+    gates = (grade.get("gates") or {}).get(kind) or {}
+    failed = [name for name, g in gates.items() if g.get("passed") is not True]
+    skipped = not_run_by_kind(grade).get(kind, [])
+    if not gates:
+        return f"not run ({len(skipped)} gates)" if skipped else "not run"
+    parts = [f"FAILED {', '.join(failed)}"] if failed else []
+    passed = len(gates) - len(failed)
+    if passed:
+        parts.append(f"{passed} pass" if failed or skipped else f"all {passed} pass")
+    if skipped:
+        parts.append(f"{len(skipped)} not run")
+    return "; ".join(parts)
+
+
+def headline(grade: dict) -> str:
+    status = grade.get("status")
+    if status in NO_REWARD_STATUSES:
+        why = "partial run" if status == "partial" else "infrastructure error"
+        return f"status {status}   authored_usd {_figure(grade.get('authored_usd'))}   no F or S ({why})"
+    return (f"status {status}   authored_usd {_figure(grade.get('authored_usd'))}   "
+            f"F {_figure(grade.get('targeted_repair_fraction'))}   S {_figure(grade.get('targeted_semantic_score'))}   "
+            f"objective {_figure(grade.get('objective_success'))}")
+
+
+def failing_checks(grade: dict) -> list[dict]:
+    """Checks that ran and failed, least progress first (a check that did not run is not failing)."""
+    failing = [c for c in grade.get("checks", []) if c.get("passed") is False]
+    return sorted(failing, key=lambda c: (c.get("progress") if c.get("progress") is not None else -1.0, c.get("id")))
+
+
+def unmeasured_checks(grade: dict) -> list[dict]:
+    """Checks that ran but could not measure (passed is null with a result)."""
+    not_run = set(not_run_by_kind(grade).get("check", []))
+    return [c for c in grade.get("checks", []) if c.get("passed") is None and c.get("id") not in not_run]
+
+
 def summary_lines(grade: dict, max_checks: int = 10) -> list[str]:
     """A short, readable summary of grade.json for the terminal."""
-    lines = [
-        f"status {grade['status']}   authored_usd {_figure(grade['authored_usd'])}   "
-        f"F {_figure(grade['targeted_repair_fraction'])}   S {_figure(grade['targeted_semantic_score'])}   "
-        f"objective {_figure(grade['objective_success'])}",
-    ]
+    lines = [headline(grade)]
     if grade.get("infrastructure_error"):
         lines.append(f"infrastructure error: {grade['infrastructure_error']}")
-    for kind, gates in grade.get("gates", {}).items():
-        failed = [name for name, g in gates.items() if not g.get("passed")]
-        lines.append(f"{kind:<13} " + (f"FAILED {', '.join(failed)}" if failed else f"all {len(gates)} pass"))
+    for kind in ("validity", "preservation", "objective"):
+        lines.append(f"{kind:<13} {gate_summary(grade, kind)}")
+    not_run = not_run_by_kind(grade).get("check", [])
+    if grade.get("status") == "partial":
+        lines.append(f"checks        {len(not_run)} of {len(grade.get('checks', []))} not run: no reward")
     for reason in grade.get("reasons", [])[:5]:
         lines.append(f"  - {reason}")
-    failing = [c for c in grade.get("checks", []) if c.get("passed") is not True]
+    failing = failing_checks(grade)
     for c in failing[:max_checks]:
         lines.append(f"  check {c['id']} ({c['target']}): progress {_figure(c['progress'])}: {c['details']}")
     if len(failing) > max_checks:
@@ -127,26 +176,47 @@ def _component_line(name: str, c: dict) -> str:
             f"input {_figure(c.get('input_error'))}; reference {c.get('reference')!r}, candidate {c.get('candidate')!r})")
 
 
+def arithmetic(grade: dict) -> str | None:
+    """The reward's arithmetic as one line, or None when no reward was computed."""
+    status = grade.get("status")
+    if status == "partial":
+        missing = grade.get("missing_tests") or []
+        return f"partial run: {len(missing)} required test(s) not run, so no F, S or reward was computed"
+    if status == "infrastructure_error":
+        return "infrastructure error: nothing was measured, reward.json holds the fallback 0 (not a score)"
+    f, s = grade.get("targeted_repair_fraction"), grade.get("targeted_semantic_score")
+    if f is None or s is None:
+        return None
+    r = 0.5 * f + 0.5 * s
+    how = f"R = 0.5 F + 0.5 S = 0.5 x {f:.4f} + 0.5 x {s:.4f} = {r:.4f}"
+    if status in ("invalid", "preservation_failed"):
+        return how + f"; {status}: reward 0"
+    if grade.get("objective_success") is False:
+        if r > REWARD_CAP:
+            return how + f"; an objective gate failed: capped at {REWARD_CAP:g}"
+        return how + f"; an objective gate failed, but R is below the cap {REWARD_CAP:g}: reward R"
+    return how
+
+
 def explain_lines(grade: dict) -> list[str]:
     """A readable account of a grade.json: the reward and how it was reached, the gates,
-    then the failing checks, least progress first."""
+    then the failing checks, least progress first; what did not run is said so."""
     lines = [f"status: {grade.get('status')}    authored_usd: {_figure(grade.get('authored_usd'))}"]
     if grade.get("infrastructure_error"):
         lines.append(f"infrastructure error (not a score): {grade['infrastructure_error']}")
-    f, s = grade.get("targeted_repair_fraction"), grade.get("targeted_semantic_score")
-    if f is not None and s is not None:
-        r = 0.5 * f + 0.5 * s
-        how = f"R = 0.5 F + 0.5 S = 0.5 x {f:.4f} + 0.5 x {s:.4f} = {r:.4f}"
-        if grade.get("status") in ("invalid", "preservation_failed"):
-            how += f"; {grade['status']}: reward 0"
-        elif grade.get("objective_success") is False:
-            how += f"; an objective gate failed: capped at min(R, 0.99) = {min(r, 0.99):.4f}"
+    how = arithmetic(grade)
+    if how:
         lines.append(how)
+    not_run = not_run_by_kind(grade)
     for kind in ("validity", "preservation", "objective"):
-        for name, g in ((grade.get("gates") or {}).get(kind) or {}).items():
+        gates = (grade.get("gates") or {}).get(kind) or {}
+        for name, g in gates.items():
             lines.append(f"  {kind:<12} {'pass' if g.get('passed') else 'FAIL'}  {name}: {g.get('reason')}")
-    checks = sorted((c for c in grade.get("checks", []) if c.get("passed") is not True),
-                    key=lambda c: (c.get("progress") if c.get("progress") is not None else -1.0, c.get("id")))
+        for name in not_run.get(kind, []):
+            lines.append(f"  {kind:<12} not run  {name}")
+        if not gates and not not_run.get(kind):
+            lines.append(f"  {kind:<12} not run")
+    checks = failing_checks(grade)
     if checks:
         lines.append("failing checks (least progress first):")
     for c in checks:
@@ -154,6 +224,10 @@ def explain_lines(grade: dict) -> list[str]:
         for name, comp in (c.get("components") or {}).items():
             if not comp.get("passed"):
                 lines.append(_component_line(name, comp))
+    for c in unmeasured_checks(grade):
+        lines.append(f"  {c['id']} on {c['target']}: unmeasured: {c.get('details')}")
+    if not_run.get("check"):
+        lines.append("checks not run: " + ", ".join(not_run["check"]))
     passing = [c["id"] for c in grade.get("checks", []) if c.get("passed") is True]
     if passing:
         lines.append("passing checks: " + ", ".join(passing))

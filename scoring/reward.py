@@ -183,6 +183,16 @@ def decide(records: list[TestRecord], expected: Expected, case_error: str | None
     if not preserved:
         return Decision(Status.PRESERVATION_FAILED, 0.0, True, False, objective_ok, fraction, semantic,
                         reasons=failing_gates(found["preservation"]))
-    reasons = [] if objective_ok else ["capped at 0.99: " + r for r in failing_gates(found["objective"])]
-    return Decision(Status.GRADED, reward(fraction, semantic, objective_ok), True, True, objective_ok, fraction, semantic,
-                    reasons=reasons)
+    value = reward(fraction, semantic, objective_ok)
+    return Decision(Status.GRADED, value, True, True, objective_ok, fraction, semantic,
+                    reasons=[] if objective_ok else objective_reasons(fraction, semantic, found["objective"]))
+
+
+def objective_reasons(fraction: float, semantic: float, objective: dict[str, dict]) -> list[str]:
+    """Why the objective failed, and whether that cost anything: the cap binds only above it."""
+    raw = 0.5 * fraction + 0.5 * semantic
+    if raw > REWARD_CAP:
+        prefix = f"capped at {REWARD_CAP:g} (R {raw:.4f}): objective not met: "
+    else:
+        prefix = f"objective not met (R {raw:.4f}, cap {REWARD_CAP:g} not reached): "
+    return [prefix + r for r in failing_gates(objective)]

@@ -1,0 +1,119 @@
+"""The terminal summary and `usdgrade explain`: what did not run says so, the cap is named only
+when it applied, and `pytest checks` without a case fails instead of looking like a pass."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from scoring.reward import Expected, Status, TestRecord, decide
+from scoring.report import explain_lines, summary_lines
+
+ROOT = Path(__file__).resolve().parent.parent
+CASE = ROOT / "fixtures" / "cases" / "ant_two_joint_faults"
+DEMO = ROOT / "fixtures" / "submissions" / "ant_two_joint_faults_one_repair"
+
+
+def pytest_run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+                          cwd=cwd, capture_output=True, text=True)
+
+
+def record(kind: str, name: str, passed: bool, progress: float | None = None) -> TestRecord:
+    result = {"passed": passed, "reason": "why"} if kind != "check" else {"passed": passed, "progress": progress}
+    return TestRecord(f"{kind}::{name}", "passed" if passed else "failed", kind, name, result)
+
+
+EXPECTED = Expected({"check": ("c1", "c2"), "validity": ("v",), "preservation": ("p",), "objective": ("all_joints",)})
+
+
+def graded(checks: tuple[tuple[bool, float], ...]) -> list[TestRecord]:
+    return [record("check", f"c{i + 1}", ok, progress) for i, (ok, progress) in enumerate(checks)] + [
+        record("validity", "v", True), record("preservation", "p", True), record("objective", "all_joints", False)]
+
+
+def test_objective_failure_below_the_cap_is_not_called_capped():
+    d = decide(graded(((True, 1.0), (False, 0.0))), EXPECTED)
+    assert d.status is Status.GRADED and d.authored_usd == 0.5
+    assert d.reasons and all("capped" not in r and "cap 0.99 not reached" in r for r in d.reasons), d.reasons
+
+
+def test_objective_failure_above_the_cap_says_capped():
+    # Both checks pass but the objective gate fails: R = 1.0 is cut to 0.99.
+    d = decide(graded(((True, 1.0), (True, 1.0))), EXPECTED)
+    assert d.authored_usd == 0.99
+    assert d.reasons and all(r.startswith("capped at 0.99") for r in d.reasons), d.reasons
+
+
+@pytest.fixture(scope="module")
+def demo_grade(tmp_path_factory) -> dict:
+    out = tmp_path_factory.mktemp("demo")
+    r = pytest_run("checks", "--case", str(CASE), "--submission", str(DEMO), "--out", str(out), "-q")
+    assert r.returncode == 0, r.stdout[-2000:]
+    assert "usdgrade" in r.stdout
+    return {"grade": json.loads((out / "grade.json").read_text()), "stdout": r.stdout}
+
+
+@pytest.fixture(scope="module")
+def partial_grade(tmp_path_factory) -> dict:
+    out = tmp_path_factory.mktemp("partial")
+    r = pytest_run("checks", "--case", str(CASE), "--submission", str(DEMO), "--out", str(out), "-q", "-k", "f1")
+    return {"grade": json.loads((out / "grade.json").read_text()), "stdout": r.stdout}
+
+
+def test_demo_summary_says_the_cap_was_not_reached(demo_grade):
+    out = demo_grade["stdout"]
+    assert "capped" not in out
+    assert "objective not met (R 0.5000, cap 0.99 not reached)" in out
+
+
+def test_partial_summary_says_what_did_not_run(partial_grade):
+    grade, out = partial_grade["grade"], partial_grade["stdout"]
+    assert grade["status"] == "partial"
+    summary = out[out.index("= usdgrade ="):]
+    assert "all 0 pass" not in summary and "F 0.0000" not in summary
+    for kind in ("validity", "preservation", "objective"):
+        assert f"{kind:<13} not run" in summary
+    assert "1 of 2 not run" in summary
+
+
+def test_explain_of_a_partial_run_computes_no_reward_and_fails_no_unrun_check(partial_grade):
+    text = "\n".join(explain_lines(partial_grade["grade"]))
+    assert "R = " not in text and "no F, S or reward was computed" in text
+    assert "failing checks" not in text            # f2 never ran: it is not failing
+    assert "checks not run: f2-joint.range" in text
+    assert "passing checks: f1-joint.frame" in text
+
+
+def test_infrastructure_error_summary_says_nothing_ran():
+    grade = {"status": "infrastructure_error", "authored_usd": 0.0, "targeted_repair_fraction": None,
+             "targeted_semantic_score": None, "objective_success": None, "infrastructure_error": "case digest mismatch",
+             "reasons": [], "missing_tests": [], "gates": {"validity": {}, "preservation": {}, "objective": {}},
+             "checks": [{"id": "c1", "target": "/j", "passed": None, "progress": None, "details": "not run"}]}
+    summary = "\n".join(summary_lines(grade))
+    assert "all 0 pass" not in summary and "not run" in summary and "case digest mismatch" in summary
+    text = "\n".join(explain_lines(grade))
+    assert "R = " not in text and "failing checks" not in text and "not a score" in text
+
+
+def test_explain_of_the_demo_keeps_the_arithmetic(demo_grade):
+    text = "\n".join(explain_lines(demo_grade["grade"]))
+    assert "R = 0.5 F + 0.5 S = 0.5 x 0.5000 + 0.5 x 0.5000 = 0.5000" in text
+    assert "below the cap 0.99" in text and "capped" not in text
+    assert "f2-joint.range on /ant/Geometry/torso/front_right_leg/aux_2/Body/ankle_2" in text
+
+
+@pytest.mark.parametrize("args", [("checks",), ("checks/test_fault_checks.py",), ("gates",)])
+def test_pytest_checks_without_a_case_fails_clearly(args):
+    r = pytest_run(*args)
+    assert r.returncode == pytest.ExitCode.USAGE_ERROR, r.stdout[-1000:] + r.stderr[-1000:]
+    assert "grading needs --case CASE --submission DIR --out OUT" in r.stderr
+    assert "skipped" not in r.stdout
+
+
+def test_the_verifiers_own_tests_do_not_need_a_case():
+    r = pytest_run("tests/test_readable_grade.py", "-q", "-k", "cap_says_capped")
+    assert r.returncode == 0, r.stdout[-1000:]
