@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from checks.measurement import Comparison
@@ -73,19 +74,21 @@ def write_case(out: Path, reference: Path, input_: Path, profile: Profile) -> No
     (out / "profile.json").write_text(profile.dumps())
 
 
-def verify_case(case: Path) -> list[str]:
-    """Grade the reference and the input against the case; return the reasons to refuse it."""
+def verify_case(case: Path, progress: Callable[[Iterable], Iterable] = lambda items: items) -> list[str]:
+    """Grade the reference and the input against the case; return the reasons to refuse it.
+
+    `progress` wraps the two grades (a progress bar on a terminal)."""
     from scoring.run import run_grade
 
     problems = []
     with tempfile.TemporaryDirectory() as tmp:
-        ref = run_grade(case, case / "reference", Path(tmp) / "reference")
-        g = ref.grade or {}
+        grades = {name: run_grade(case, case / name, Path(tmp) / name).grade or {}
+                  for name in progress(["reference", "input"])}
+        g = grades["reference"]
         if g.get("authored_usd") != 1.0 or not g.get("objective_success"):
             problems.append(f"the reference scores {g.get('authored_usd')} (status {g.get('status')}, "
                             f"objective {g.get('objective_success')}): {g.get('reasons') or g.get('infrastructure_error')}")
-        inp = run_grade(case, case / "input", Path(tmp) / "input")
-        g = inp.grade or {}
+        g = grades["input"]
         if g.get("authored_usd") != 0.0:
             problems.append(f"the unchanged input scores {g.get('authored_usd')} (status {g.get('status')}), not 0")
         if g.get("status") != "graded":
@@ -99,12 +102,13 @@ def verify_case(case: Path) -> list[str]:
     return problems
 
 
-def freeze(case_id: str, reference: Path, input_: Path, out: Path, faults: list[Fault], **settings) -> Profile:
+def freeze(case_id: str, reference: Path, input_: Path, out: Path, faults: list[Fault],
+           progress: Callable[[Iterable], Iterable] = lambda items: items, **settings) -> Profile:
     profile = build_profile(case_id, Path(reference), Path(input_), faults, **settings)
     with tempfile.TemporaryDirectory() as tmp:
         staging = Path(tmp) / "case"
         write_case(staging, Path(reference), Path(input_), profile)
-        problems = verify_case(staging)
+        problems = verify_case(staging, progress)
         if problems:
             raise FreezeRefused("refusing to freeze " + case_id + ":\n  " + "\n  ".join(problems))
         if Path(out).exists():

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import random
 import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -805,12 +806,27 @@ INJECTORS = {
 
 
 def inject(reference: Path, out: Path, faults: list[tuple[str, str]], seed: int) -> list[Injected]:
-    """Copy `reference` to `out` and inject each (kind, target) fault in order."""
+    """Copy `reference` to `out` and inject each (kind, target) fault in order.
+
+    The work happens in a fresh folder beside `out`, renamed onto it only when every
+    fault took: a fault that cannot be injected leaves `out` as it was (nothing written)."""
     reference, out = Path(reference), Path(out)
-    if out.exists():
-        shutil.rmtree(out)
-    shutil.copytree(reference, out, symlinks=True)
-    root = root_layer_of(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{out.name}.inject-", dir=out.parent))
+    try:
+        package = work / "package"
+        shutil.copytree(reference, package, symlinks=True)
+        done = _inject_in_place(package, faults, seed)
+        if out.exists():
+            shutil.rmtree(out)
+        package.rename(out)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return done
+
+
+def _inject_in_place(package: Path, faults: list[tuple[str, str]], seed: int) -> list[Injected]:
+    root = root_layer_of(package)
     done = []
     for kind, target in faults:
         # One generator per fault, seeded by the fault itself: injecting a subset of

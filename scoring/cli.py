@@ -3,6 +3,7 @@
     usdgrade grade DIR --case CASE --out OUT [-n N] [-k EXPR]
     usdgrade inject --reference REF --fault KIND[:TARGET] ... --seed S --out DIR
     usdgrade inject --list
+    usdgrade inject --targets REF [--fault KIND ...]
     usdgrade freeze --reference REF --input IN --out CASE [--faults F.json] [--id ID]
     usdgrade explain OUT/grade.json
     usdgrade visual --case CASE --submission DIR --grade OUT/grade.json --out OUT [--authorize] ...
@@ -18,6 +19,8 @@ import json
 import sys
 from pathlib import Path
 
+from .authoring import freeze_command, inject_command
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -31,65 +34,6 @@ def grade(args: argparse.Namespace) -> int:
     if args.k:
         argv += ["-k", args.k]
     return int(pytest.main(argv))
-
-
-def inject_command(args: argparse.Namespace) -> int:
-    from profiles.inject import INJECTORS, InjectionError, inject
-    from profiles.vocabulary import FAULT_KINDS
-
-    if args.list:
-        for name, kind in sorted(FAULT_KINDS.items()):
-            marker = "" if name in INJECTORS else "  (no injector)"
-            print(f"{name:<28} {kind.target:<9} {kind.summary}{marker}")
-        return 0
-    if not (args.reference and args.out and args.fault):
-        print("inject needs --reference, --out and at least one --fault (or --list)", file=sys.stderr)
-        return 2
-    faults = []
-    for spec in args.fault:
-        kind, _, target = spec.partition(":")
-        if kind not in FAULT_KINDS:
-            print(f"unknown fault kind {kind!r}; see usdgrade inject --list", file=sys.stderr)
-            return 2
-        if not target and FAULT_KINDS[kind].target != "asset":
-            print(f"fault {kind} needs a target: {kind}:/Prim/Path", file=sys.stderr)
-            return 2
-        faults.append((kind, target or "*"))
-    try:
-        done = inject(Path(args.reference), Path(args.out), faults, args.seed)
-    except InjectionError as error:
-        print(f"cannot inject: {error}", file=sys.stderr)
-        return 1
-    for item in done:
-        print(f"{item.kind} {item.target}: {item.note}")
-    print(f"wrote {args.out}")
-    return 0
-
-
-def freeze_command(args: argparse.Namespace) -> int:
-    from profiles.freeze import FreezeRefused, detect_faults, freeze
-    from profiles.schema import Fault
-
-    reference, input_ = Path(args.reference), Path(args.input)
-    if args.faults:
-        raw = json.loads(Path(args.faults).read_text())
-        faults = [Fault(f.get("id", f"f{i + 1}"), f["kind"], f.get("target", "*"), f.get("note", ""))
-                  for i, f in enumerate(raw)]
-    else:
-        faults = detect_faults(reference, input_)
-        if not faults:
-            print("refusing to freeze: the input does not differ from the reference in anything measured",
-                  file=sys.stderr)
-            return 1
-        for f in faults:
-            print(f"found {f.id}: {f.kind} on {f.target} ({f.note})")
-    try:
-        profile = freeze(args.id or Path(args.out).name, reference, input_, Path(args.out), faults)
-    except FreezeRefused as error:
-        print(str(error), file=sys.stderr)
-        return 1
-    print(f"froze {args.out}: {len(profile.faults)} fault(s), {len(profile.checks)} check(s)")
-    return 0
 
 
 def explain_command(args: argparse.Namespace) -> int:
@@ -122,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out")
     p.add_argument("--list", action="store_true", help="print the fault kinds")
+    p.add_argument("--targets", metavar="REF", help="list where each fault kind (or each --fault KIND) can go in REF")
     p.set_defaults(run=inject_command)
 
     p = sub.add_parser("freeze", help="freeze a case from a reference and a broken input")

@@ -1,0 +1,128 @@
+"""The case author's commands: where faults can go, a failed inject writes nothing, and
+freeze uses inject's manifest, naming collateral differences as such."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from profiles.digest import tree_digest
+from profiles.inject import InjectionError, inject
+from profiles.inject_targets import list_targets
+from profiles.manifest import manifest_path, read_manifest
+
+ROOT = Path(__file__).resolve().parent.parent
+CABINET = ROOT / "fixtures" / "assets" / "cabinet_cm"
+HINGE = "/Cabinet/Joints/DoorHinge"
+
+
+def usdgrade(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "scoring.cli", *args], cwd=cwd, capture_output=True, text=True,
+                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+
+
+def test_targets_lists_where_each_kind_can_go_and_why_not():
+    r = usdgrade("inject", "--targets", str(CABINET), "--fault", "joint_drive", "--fault", "joint_limit_units")
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert "joint_drive (joint): 1 target\n  /Cabinet/Joints/DrawerSlide\n" in out
+    assert "not /Cabinet/Joints/CarcassAnchor: /Cabinet/Joints/CarcassAnchor has no drive" in out
+    assert "joint_limit_units (joint): 1 target\n  /Cabinet/Joints/DoorHinge\n" in out
+    assert "component_moved" not in out   # only the kinds asked for
+
+
+def test_every_listed_target_injects_and_every_refused_one_does_not(tmp_path):
+    before = tree_digest(CABINET)
+    listing = {entry.kind: entry for entry in list_targets(CABINET)}
+    assert tree_digest(CABINET) == before           # tried in memory on a private copy
+    assert set(listing) >= {"joint_drive", "mass_unit_factor", "visual_material", "articulation_root"}
+    for kind in ("joint_drive", "mass_unit_factor", "joint_limits"):
+        entry = listing[kind]
+        assert entry.valid and entry.refused, kind
+        inject(CABINET, tmp_path / kind, [(kind, entry.valid[0])], seed=1)
+        with pytest.raises(InjectionError):
+            inject(CABINET, tmp_path / f"{kind}-refused", [(kind, entry.refused[0][0])], seed=1)
+    # Trying every kind in one pass gives what trying one kind alone gives: each try is undone.
+    alone = list_targets(CABINET, ["joint_drive"])[0]
+    assert alone == listing["joint_drive"]
+
+
+def test_failed_inject_writes_nothing(tmp_path):
+    r = usdgrade("inject", "--reference", str(CABINET), "--fault", "joint_drive:/Cabinet/Joints/CarcassAnchor",
+                 "--out", str(tmp_path / "bad"))
+    assert r.returncode == 1 and "has no drive" in r.stderr and "nothing written" in r.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_failed_inject_leaves_an_earlier_package_as_it_was(tmp_path):
+    out = tmp_path / "broken"
+    inject(CABINET, out, [("joint_frame", HINGE)], seed=2)
+    before = tree_digest(out)
+    with pytest.raises(InjectionError):
+        inject(CABINET, out, [("joint_frame", HINGE), ("joint_drive", "/Cabinet/Joints/CarcassAnchor")], seed=2)
+    assert tree_digest(out) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["broken"]
+
+
+def test_inject_writes_a_manifest_beside_the_package_not_inside(tmp_path):
+    r = usdgrade("inject", "--reference", str(CABINET), "--fault", f"joint_state:{HINGE}", "--seed", "1",
+                 "--out", str(tmp_path / "broken"))
+    assert r.returncode == 0, r.stderr
+    path = manifest_path(tmp_path / "broken")
+    assert path == tmp_path / "broken.inject.json" and path.is_file()
+    assert not any(p.name.endswith(".inject.json") for p in (tmp_path / "broken").rglob("*"))
+    manifest = read_manifest(tmp_path / "broken")
+    assert [(f.kind, f.target) for f in manifest.faults] == [("joint_state", HINGE)]
+    assert manifest.package_digest == tree_digest(tmp_path / "broken")
+    assert manifest.reference_digest == tree_digest(CABINET)
+
+
+def test_freeze_uses_the_manifest_and_reports_collateral(tmp_path):
+    # Seed 1 disables the hinge: the comparison also sees the articulation change.
+    r = usdgrade("inject", "--reference", str(CABINET), "--fault", f"joint_state:{HINGE}", "--seed", "1",
+                 "--out", str(tmp_path / "broken"))
+    assert "jointEnabled set to False" in r.stdout, r.stdout + r.stderr
+    r = usdgrade("freeze", "--reference", str(CABINET), "--input", str(tmp_path / "broken"), "--out", str(tmp_path / "case"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "faults from" in r.stdout and f"injected f1: joint_state on {HINGE}" in r.stdout
+    assert (f"collateral of f1 (joint_state on {HINGE}): articulation_root on *" in r.stdout), r.stdout
+    profile = json.loads((tmp_path / "case" / "profile.json").read_text())
+    assert [(f["kind"], f["target"]) for f in profile["faults"]] == [("joint_state", HINGE)]
+
+
+def test_freeze_ignores_a_manifest_that_does_not_describe_the_input(tmp_path):
+    inject(CABINET, tmp_path / "broken", [("joint_frame", HINGE)], seed=2)
+    other = tmp_path / "other"
+    inject(CABINET, other, [("joint_frame", HINGE)], seed=2)
+    from profiles.manifest import write_manifest
+    write_manifest(CABINET, other, 2, [])
+    shutil.rmtree(other)
+    inject(CABINET, other, [("joint_frame", "/Cabinet/Joints/DrawerSlide")], seed=2)   # changed after the manifest
+    r = usdgrade("freeze", "--reference", str(CABINET), "--input", str(other), "--out", str(tmp_path / "case"))
+    assert "the input was changed after injection" in r.stdout, r.stdout + r.stderr
+    assert "found f1: joint_frame on /Cabinet/Joints/DrawerSlide" in r.stdout
+
+
+class Terminal(__import__("io").StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_shows_a_rate_on_a_terminal_and_nothing_elsewhere(monkeypatch):
+    from scoring.progress import progress
+
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    assert list(progress(range(3), "trying", "try")) == [0, 1, 2]
+    assert "trying" in sys.stderr.getvalue() and "try/s" in sys.stderr.getvalue()
+    monkeypatch.setattr(sys, "stderr", __import__("io").StringIO())
+    assert list(progress(range(3), "trying", "try")) == [0, 1, 2]
+    assert sys.stderr.getvalue() == ""
+
+
+def test_targets_prints_no_progress_when_not_on_a_terminal():
+    r = usdgrade("inject", "--targets", str(CABINET), "--fault", "joint_drive")
+    assert r.returncode == 0 and "try/s" not in r.stderr and "%" not in r.stderr
