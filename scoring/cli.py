@@ -5,7 +5,7 @@
     usdgrade inject --list
     usdgrade inject --targets REF [--fault KIND ...]
     usdgrade freeze --reference REF --input IN --out CASE [--faults F.json] [--id ID]
-    usdgrade explain OUT/grade.json
+    usdgrade explain OUT/grade.json [--html [--out PAGE_DIR] --case CASE --submission DIR]
     usdgrade visual --case CASE --submission DIR --grade OUT/grade.json --out OUT [--authorize] ...
     usdgrade physical --case CASE --submission DIR --out OUT [--python PY]
 
@@ -44,6 +44,13 @@ def explain_command(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as error:
         print(f"cannot read {args.grade}: {error}", file=sys.stderr)
         return 2
+    if args.html:
+        from .explain_html import write_page
+
+        page = write_page(grade_json, Path(args.out) if args.out else Path(args.grade).parent / "explain",
+                          Path(args.case) if args.case else None, Path(args.submission) if args.submission else None)
+        print(f"wrote {page}")
+        return 0
     print("\n".join(explain_lines(grade_json)))
     return 0
 
@@ -79,6 +86,10 @@ def main(argv: list[str] | None = None) -> int:
 
     p = sub.add_parser("explain", help="a readable summary of a grade.json")
     p.add_argument("grade")
+    p.add_argument("--html", action="store_true", help="write an offline page with bars and highlighted pictures")
+    p.add_argument("--out", help="the page's folder (default: explain/ beside grade.json)")
+    p.add_argument("--case", help="the graded case (for the pictures)")
+    p.add_argument("--submission", help="the graded submission (for the pictures)")
     p.set_defaults(run=explain_command)
 
     from visual.cli import add_parser as add_visual_parser  # the visual grade: separate from the reward

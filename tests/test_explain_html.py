@@ -1,0 +1,126 @@
+"""`usdgrade explain --html`: an offline page whose pictures highlight the failing check's parts,
+drawn only from the graded bytes."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from profiles.case import load_case
+from scoring.explain_html import write_page
+from scoring.explain_pictures import PRIMARY, Highlight, Pictures, highlighted_scene, primary_mask
+from visual import render
+
+ROOT = Path(__file__).resolve().parent.parent
+CASE = ROOT / "fixtures" / "cases" / "ant_two_joint_faults"
+DEMO = ROOT / "fixtures" / "submissions" / "ant_two_joint_faults_one_repair"
+UNREPAIRED_JOINT = "/ant/Geometry/torso/front_right_leg/aux_2/Body/ankle_2"
+ITS_CHILD_PART = "/ant/Geometry/torso/front_right_leg/aux_2/Body/right_ankle_geom"
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory) -> dict:
+    out = tmp_path_factory.mktemp("grade")
+    r = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "checks", "--case", str(CASE),
+                        "--submission", str(DEMO), "--out", str(out), "-q"], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout[-2000:]
+    grade = json.loads((out / "grade.json").read_text())
+    page_dir = tmp_path_factory.mktemp("page")
+    r = subprocess.run([sys.executable, "-m", "scoring.cli", "explain", str(out / "grade.json"), "--html",
+                        "--out", str(page_dir), "--case", str(CASE), "--submission", str(DEMO)],
+                       cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return {"grade": grade, "dir": page_dir, "html": (page_dir / "index.html").read_text()}
+
+
+def test_page_shows_status_arithmetic_gates_and_the_failing_check(demo):
+    text = demo["html"]
+    assert "R = 0.5 F + 0.5 S = 0.5 x 0.5000 + 0.5 x 0.5000 = 0.5000" in text
+    for kind in ("validity", "preservation", "objective"):
+        for name in demo["grade"]["gates"][kind]:
+            assert f"<code>{name}</code>" in text
+    assert '<span class="fail">FAIL</span></td><td><code>all_joints</code>' in text
+    assert "f2-joint.range" in text and "travel.lower" in text and "travel.upper" in text
+    # the candidate's error bar: no progress on this check, so it is as long as the input's
+    assert re.search(r'class="fill bad" style="width:100.00%"', text)
+    assert "f1-joint.frame" in text.split("Passing checks")[1]
+
+
+def test_page_is_offline(demo):
+    text = demo["html"].lower()
+    assert "<script" not in text and "http://" not in text and "https://" not in text
+    for src in re.findall(r'src="([^"]+)"', demo["html"]):
+        assert "/" not in src and (demo["dir"] / src).is_file()
+
+
+def test_the_unrepaired_joint_is_highlighted_on_its_part(demo):
+    pictures = Pictures(CASE / "reference", DEMO, dict(load_case(CASE).profile.sampling),
+                        dict(load_case(CASE).profile.correspondence))
+    scenes = pictures.scenes(UNREPAIRED_JOINT)
+    for role in ("reference", "candidate"):
+        assert scenes[role][1].primary == frozenset([ITS_CHILD_PART])   # same path here: the demo keeps names
+    # The part alone, drawn with the page's camera: its footprint.
+    bounds = render.union_bounds(*(scene for scene, _ in scenes.values()))
+    files = sorted(demo["dir"].glob("check-0-*.png"))
+    assert len(files) == 4
+    for png in files:
+        role, view = png.stem.split("-")[2], png.stem.split("-")[3]
+        image = render.decode_png(png.read_bytes())
+        highlighted = primary_mask(image)
+        scene = scenes[role][0]
+        alone = np.all(scene.colors == np.array(PRIMARY), axis=1)
+        part = render.Scene(scene.triangles[alone], scene.colors[alone], scene.part_ids[alone], 1)
+        footprint = np.any(render.rasterize(part, render.camera(view, bounds, image.shape[0]))
+                           != np.round(np.array(render.BACKGROUND) * 255).astype(np.uint8), axis=2)
+        assert highlighted.sum() > 200, (png.name, int(highlighted.sum()))
+        assert not (highlighted & ~footprint).any(), png.name      # every orange pixel is on the joint's part
+        assert highlighted.sum() >= 0.8 * footprint.sum(), png.name  # and the part is visible, not hidden
+
+
+def test_context_is_not_highlighted():
+    pictures = Pictures(CASE / "reference", DEMO, {}, {})
+    nothing = highlighted_scene(pictures.reference, Highlight(frozenset(), frozenset(), None, ""))
+    image = render.rasterize(nothing, render.camera("top", render.union_bounds(nothing)))
+    assert not primary_mask(image).any()
+
+
+def test_page_is_the_same_for_the_same_bytes(demo, tmp_path):
+    write_page(demo["grade"], tmp_path / "again", CASE, DEMO)
+    for path in demo["dir"].iterdir():
+        assert (tmp_path / "again" / path.name).read_bytes() == path.read_bytes(), path.name
+
+
+def test_no_pictures_from_other_bytes_than_the_graded_ones(demo, tmp_path):
+    index = write_page(demo["grade"], tmp_path / "other", CASE, CASE / "input")
+    text = index.read_text()
+    assert "No pictures: the submission&#x27;s bytes differ from the graded ones" in text
+    assert not list((tmp_path / "other").glob("*.png"))
+    text = write_page(demo["grade"], tmp_path / "none").read_text()
+    assert "No pictures: give --case CASE and --submission DIR" in text
+
+
+def test_hostile_names_are_escaped(demo, tmp_path):
+    grade = json.loads(json.dumps(demo["grade"]))
+    grade["checks"][1]["target"] = "<script>alert(1)</script>"
+    grade["gates"]["objective"]["all_joints"]["reason"] = '<img src="http://x/">'
+    text = write_page(grade, tmp_path / "hostile").read_text()
+    assert "<script>alert" not in text and '<img src="http' not in text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+
+
+def test_partial_grade_page_says_what_did_not_run(tmp_path):
+    grade = {"status": "partial", "authored_usd": None, "targeted_repair_fraction": 1.0, "targeted_semantic_score": 1.0,
+             "objective_success": None, "infrastructure_error": None, "reasons": [],
+             "missing_tests": ["check:c2", "validity:local_package"],
+             "gates": {"validity": {}, "preservation": {}, "objective": {}},
+             "checks": [{"id": "c1", "target": "/j", "passed": True, "progress": 1.0, "details": "ok"},
+                        {"id": "c2", "target": "/k", "passed": None, "progress": None, "details": "not run"}]}
+    text = write_page(grade, tmp_path / "partial").read_text()
+    assert "R = " not in text and "no F, S or reward was computed" in text
+    assert '<span class="notrun">not run</span></td><td><code>local_package</code>' in text
+    assert "Checks not run</h2><p><code>c2</code>" in text
