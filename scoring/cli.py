@@ -8,6 +8,7 @@
     usdgrade explain OUT/grade.json [--html [--out PAGE_DIR] --case CASE --submission DIR]
     usdgrade visual --case CASE --submission DIR --grade OUT/grade.json --out OUT [--authorize] ...
     usdgrade physical --case CASE --submission DIR --out OUT [--python PY]
+    usdgrade doctor [--case CASE --submission DIR --expect R]
 
 `grade` runs the very pytest session of `pytest checks ...` in this process:
 same outputs, same exit codes.
@@ -27,7 +28,8 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 def grade(args: argparse.Namespace) -> int:
     import pytest
 
-    argv = [str(REPO_ROOT / "checks"), "--rootdir", str(REPO_ROOT), "-p", "no:cacheprovider",
+    # -p: the plugin is loaded by name, so an installed package grades without the checkout's conftest.
+    argv = [str(REPO_ROOT / "checks"), "--rootdir", str(REPO_ROOT), "-p", "scoring.plugin", "-p", "no:cacheprovider",
             "--case", args.case, "--submission", args.submission, "--out", args.out, "-q"]
     if args.n:
         argv += ["-n", str(args.n)]
@@ -99,6 +101,10 @@ def main(argv: list[str] | None = None) -> int:
     from physical.cli import add_parser as add_physical_parser  # the physical grade: separate from the reward
 
     add_physical_parser(sub)
+
+    from .doctor import add_parser as add_doctor_parser  # checks this installation
+
+    add_doctor_parser(sub)
 
     args = parser.parse_args(argv)
     sys.path.insert(0, str(REPO_ROOT))
