@@ -13,6 +13,8 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from scoring.progress import progress
+
 from .grade import run_physical
 
 
@@ -46,7 +48,8 @@ def main(argv=None) -> int:
     jobs = [(c, r) for c in cases for r in roles]
     python = args.python.split() if args.python else None
     with ThreadPoolExecutor(args.j) as pool:
-        rows = list(pool.map(lambda job: _one(job[0], Path(args.out), job[1], python), jobs))
+        rows = list(progress(pool.map(lambda job: _one(job[0], Path(args.out), job[1], python), jobs),
+                             "physical grades", "grade", total=len(jobs)))
     table = []
     for row in rows:
         rec = row["record"]

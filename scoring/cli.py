@@ -46,14 +46,23 @@ def explain_command(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as error:
         print(f"cannot read {args.grade}: {error}", file=sys.stderr)
         return 2
-    if args.html:
-        from .explain_html import write_page
+    if not isinstance(grade_json, dict) or not isinstance(grade_json.get("status"), str) or \
+            not isinstance(grade_json.get("checks", []), list) or not isinstance(grade_json.get("gates", {}), dict):
+        print(f"cannot explain {args.grade}: not a usdgrade grade.json (status, checks, gates)", file=sys.stderr)
+        return 2
+    try:
+        if args.html:
+            from .explain_html import write_page
 
-        page = write_page(grade_json, Path(args.out) if args.out else Path(args.grade).parent / "explain",
-                          Path(args.case) if args.case else None, Path(args.submission) if args.submission else None)
-        print(f"wrote {page}")
-        return 0
-    print("\n".join(explain_lines(grade_json)))
+            page = write_page(grade_json, Path(args.out) if args.out else Path(args.grade).parent / "explain",
+                              Path(args.case) if args.case else None, Path(args.submission) if args.submission else None)
+            print(f"wrote {page}")
+            return 0
+        text = "\n".join(explain_lines(grade_json))
+    except (KeyError, TypeError, AttributeError) as error:  # a field of the wrong shape
+        print(f"cannot explain {args.grade}: malformed grade.json ({type(error).__name__}: {error})", file=sys.stderr)
+        return 2
+    print(text)
     return 0
 
 

@@ -21,7 +21,10 @@ from profiles.digest import tree_digest
 from stage_snapshot.read import StageOpenError
 from visual.render import RenderError
 
+from .progress import progress
 from .report import arithmetic, failing_checks, not_run_by_kind, unmeasured_checks
+
+MAX_PICTURED = 20   # failing checks drawn (least progress first); the rest get bars only
 
 STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 24px auto; max-width: 1100px; color: #222; }
@@ -124,7 +127,7 @@ def draw_figures(grade: dict, checks: list[dict], case: Path, submission: Path, 
     profile = load_case(case).profile
     pictures = Pictures(case / "reference", submission, dict(profile.sampling), dict(profile.correspondence))
     figures = {}
-    for index, check in enumerate(checks):
+    for index, check in progress(list(enumerate(checks[:MAX_PICTURED])), "drawing checks", "check"):
         target = str(check.get("target"))
         parts = []
         for view, roles in pictures.draw(target).items():
@@ -153,6 +156,8 @@ def page(grade: dict, figures: dict[int, str], pictures_note: str | None) -> str
     body += ["<h2>Gates</h2>", gate_rows(grade), "<h2>Failing checks</h2>"]
     if pictures_note:
         body.append(f'<p class="muted">No pictures: {_e(pictures_note)}</p>')
+    elif len(checks) > MAX_PICTURED:
+        body.append(f'<p class="muted">Pictures for the first {MAX_PICTURED} of {len(checks)} failing checks.</p>')
     body += [check_section(i, c, figures.get(i, "")) for i, c in enumerate(checks)] or ["<p>none</p>"]
     for c in unmeasured_checks(grade):
         body.append(f"<p><code>{_e(c.get('id'))}</code> unmeasured: {_e(c.get('details'))}</p>")

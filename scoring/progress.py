@@ -17,10 +17,9 @@ def on_terminal() -> bool:
     return bool(getattr(sys.stderr, "isatty", lambda: False)())
 
 
-def progress(items: Iterable[T], desc: str, unit: str = "item") -> Iterator[T]:
-    """`items`, with a bar (count, rate, time left) on a terminal."""
-    items = list(items)
-    yield from tqdm(items, desc=desc, unit=unit, disable=not on_terminal(), leave=False, file=sys.stderr)
+def progress(items: Iterable[T], desc: str, unit: str = "item", total: int | None = None) -> Iterator[T]:
+    """`items`, with a bar (count, rate, time left) on a terminal; `total` for an iterator without len."""
+    yield from tqdm(items, desc=desc, unit=unit, total=total, disable=not on_terminal(), leave=False, file=sys.stderr)
 
 
 def labelled(desc: str, unit: str = "item"):

@@ -117,3 +117,15 @@ def test_pytest_checks_without_a_case_fails_clearly(args):
 def test_the_verifiers_own_tests_do_not_need_a_case():
     r = pytest_run("tests/test_readable_grade.py", "-q", "-k", "cap_says_capped")
     assert r.returncode == 0, r.stdout[-1000:]
+
+
+@pytest.mark.parametrize("content", ["[1, 2]", '{"status": 3}', "not json",
+                                     '{"status": "graded", "checks": [{"passed": false, "components": [1]}], "gates": {}}'])
+@pytest.mark.parametrize("html", [False, True])
+def test_explain_of_a_malformed_grade_gives_a_reason_not_a_traceback(content, html, tmp_path):
+    path = tmp_path / "grade.json"
+    path.write_text(content)
+    args = ["explain", str(path)] + (["--html", "--out", str(tmp_path / "page")] if html else [])
+    r = subprocess.run([sys.executable, "-m", "scoring.cli", *args], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stderr.startswith("cannot ") and "Traceback" not in r.stderr
