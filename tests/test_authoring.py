@@ -126,3 +126,18 @@ def test_progress_shows_a_rate_on_a_terminal_and_nothing_elsewhere(monkeypatch):
 def test_targets_prints_no_progress_when_not_on_a_terminal():
     r = usdgrade("inject", "--targets", str(CABINET), "--fault", "joint_drive")
     assert r.returncode == 0 and "try/s" not in r.stderr and "%" not in r.stderr
+
+
+def test_collateral_of_several_faults_is_filed_under_the_fault_that_causes_it(tmp_path):
+    from profiles.freeze import detect_faults
+    from profiles.manifest import collateral, write_manifest
+
+    faults = [("joint_frame", "/Cabinet/Joints/DrawerSlide"), ("joint_state", HINGE)]
+    done = inject(CABINET, tmp_path / "broken", faults, seed=1)
+    assert "jointEnabled set to False" in done[1].note
+    write_manifest(CABINET, tmp_path / "broken", 1, done)
+    manifest = read_manifest(tmp_path / "broken")
+    detected = detect_faults(CABINET, tmp_path / "broken")
+    found = collateral(CABINET, manifest, detected, detect_faults)
+    assert {cause: [(f.kind, f.target) for f in items] for cause, items in found.items()} == {
+        "f2": [("articulation_root", "*")]}
