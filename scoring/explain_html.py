@@ -118,7 +118,7 @@ def graded_bytes_problem(grade: dict, case: Path, submission: Path) -> str | Non
     return None
 
 
-def draw_figures(grade: dict, checks: list[dict], case: Path, submission: Path, out: Path) -> dict[int, str]:
+def draw_figures(checks: list[dict], case: Path, submission: Path, out: Path) -> dict[int, str]:
     """{check index: figure HTML}; writes check-<i>-<role>-<view>.png into `out`."""
     from profiles.case import load_case
 
@@ -179,14 +179,14 @@ def write_page(grade: dict, out: Path, case: Path | None = None, submission: Pat
     figures: dict[int, str] = {}
     note = None
     if not checks:
-        note = None
+        pass  # nothing failed: nothing to draw
     elif case is None or submission is None:
         note = "give --case CASE and --submission DIR (the graded ones) to draw them"
     else:
         note = graded_bytes_problem(grade, Path(case), Path(submission))
         if note is None:
             try:
-                figures = draw_figures(grade, checks, Path(case), Path(submission), out)
+                figures = draw_figures(checks, Path(case), Path(submission), out)
             except (RenderError, StageOpenError, OSError, ValueError) as error:
                 note = f"the packages cannot be drawn: {type(error).__name__}: {error}"
     index = out / "index.html"
