@@ -131,11 +131,9 @@ def _read_steps(reader: _Reader, data: dict, label: str, where: str) -> list[dic
             raise TrajectoryError(f"{at}.tool_calls: expected a list or null")
         for j, call in enumerate(calls or ()):
             call_at = f"{at}.tool_calls[{j}]"
-            arguments = call.get("arguments") if isinstance(call, dict) else None
-            if not isinstance(arguments, dict):
-                raise TrajectoryError(f"{call_at}.arguments: expected an object, got {type(arguments).__name__}")
-            reader.run.calls.append(ToolCall(label, step_id, str(call.get("tool_call_id", "")),
-                                             _require(call, "function_name", str, call_at), arguments))
+            name = _require(call, "function_name", str, call_at)
+            arguments = _require(call, "arguments", dict, call_at)
+            reader.run.calls.append(ToolCall(label, step_id, str(call.get("tool_call_id", "")), name, arguments))
         observation = step.get("observation")
         if observation is None:
             continue
@@ -151,7 +149,7 @@ def _read_steps(reader: _Reader, data: dict, label: str, where: str) -> list[dic
     return refs
 
 
-def _read_trajectory(reader: _Reader, data: dict, label: str, file_name: str, depth: int) -> None:
+def _read_trajectory(reader: _Reader, data: dict, label: str, depth: int) -> None:
     """One trajectory object, its embedded subagents, referenced subagent files and continuation."""
     if depth > MAX_DEPTH:
         raise TrajectoryError(f"{label}: subagents or continuations nested more than {MAX_DEPTH} deep")
@@ -172,7 +170,7 @@ def _read_trajectory(reader: _Reader, data: dict, label: str, file_name: str, de
         if not isinstance(sub_id, str) or sub_id in embedded_ids:
             raise TrajectoryError(f"{label}.subagent_trajectories[{i}].trajectory_id: missing or not unique")
         embedded_ids.add(sub_id)
-        _read_trajectory(reader, sub, f"{label}/subagent:{sub_id}", file_name, depth + 1)
+        _read_trajectory(reader, sub, f"{label}/subagent:{sub_id}", depth + 1)
 
     for ref, where in refs:
         if not isinstance(ref, dict):
@@ -182,13 +180,13 @@ def _read_trajectory(reader: _Reader, data: dict, label: str, file_name: str, de
             continue  # read above
         if path is None:
             raise TrajectoryError(f"{where}: subagent {ref_id!r} is neither embedded nor in a file")
-        sub = reader.load_file(path, f"{file_name}:{where}")
-        _read_trajectory(reader, sub, Path(path).name, Path(path).name, depth + 1)
+        sub = reader.load_file(path, where)
+        _read_trajectory(reader, sub, path, depth + 1)
 
     continuation = data.get("continued_trajectory_ref")
     if continuation is not None:
         following = reader.load_file(continuation, f"{label}.continued_trajectory_ref")
-        _read_trajectory(reader, following, Path(continuation).name, Path(continuation).name, depth + 1)
+        _read_trajectory(reader, following, continuation, depth + 1)
 
 
 def read_run(path: str | Path) -> Run:
@@ -198,7 +196,7 @@ def read_run(path: str | Path) -> Run:
         raise TrajectoryError(f"no trajectory at {root}")
     reader = _Reader(Path(os.path.realpath(root.parent)))
     data = reader.load_file(root.name, "the command line")
-    _read_trajectory(reader, data, root.name, root.name, 0)
+    _read_trajectory(reader, data, root.name, 0)
     # Harbor writes a run cut by context summarisation as <stem>.cont-N.json; read any
     # that no reference reached too, so a broken chain cannot hide a segment.
     pattern = re.compile(CONTINUATION_PATTERN.format(stem=re.escape(root.stem)))
@@ -206,5 +204,5 @@ def read_run(path: str | Path) -> Run:
     for _, sibling in segments:
         if str(Path(os.path.realpath(sibling))) not in reader.seen_files:
             segment = reader.load_file(sibling.name, "the trajectory's folder")
-            _read_trajectory(reader, segment, sibling.name, sibling.name, 0)
+            _read_trajectory(reader, segment, sibling.name, 0)
     return reader.run
