@@ -119,3 +119,19 @@ def test_usdgrade_grade_passes_the_trajectory_and_explain_shows_the_violation_fi
     assert lines[0].startswith("CLOSED BOOK VIOLATION: reward 0, the measured reward 0.5000 is kept")
     assert any("WebSearch" in line and "subagent:agent-a1b2" in line for line in lines[:6])
     assert "R = 0.5 F + 0.5 S" in r.stdout and "closed_book_violation: reward 0" in r.stdout
+
+
+def test_freeze_makes_a_closed_book_case_that_its_self_check_can_grade(tmp_path):
+    # The self-check grades the reference and the input without a trajectory: it must not
+    # be refused as unverified, and the case it writes must still be closed book.
+    from profiles.freeze import freeze
+    from profiles.schema import load_profile
+
+    faults = list(load_profile(CASE / "profile.json").faults)
+    profile = freeze("ant_closed", CASE / "reference", CASE / "input", tmp_path / "frozen", faults,
+                     closed_book=True, allowed_urls=("https://example.com/instruction",))
+    assert profile.closed_book
+    frozen = load_profile(tmp_path / "frozen" / "profile.json")
+    assert frozen.closed_book is True and frozen.allowed_urls == ("https://example.com/instruction",)
+    code, g, _ = grade(tmp_path / "frozen", tmp_path / "out", None)
+    assert g["status"] == "closed_book_unverified"

@@ -262,3 +262,54 @@ def test_continuation_segments_on_disk_are_read_in_numeric_order(tmp_path):
 def test_the_verdict_is_the_same_for_the_same_bytes():
     a, b = verdict("claude_code_webfetch"), verdict("claude_code_webfetch")
     assert json.dumps(a.to_json(), sort_keys=True) == json.dumps(b.to_json(), sort_keys=True)
+
+
+# The reward rule and the profile field -------------------------------------------
+
+from profiles.schema import ProfileError, profile_from_json  # noqa: E402
+from scoring.reward import OUTCOMES, Decision, Status, apply_closed_book  # noqa: E402
+
+
+@pytest.mark.parametrize("measured", [Status.GRADED, Status.INVALID, Status.PRESERVATION_FAILED])
+@pytest.mark.parametrize("verdict_status, status", [("violation", Status.CLOSED_BOOK_VIOLATION),
+                                                    ("unverified", Status.CLOSED_BOOK_UNVERIFIED)])
+def test_a_violation_or_an_unverified_run_zeroes_a_measured_reward(measured, verdict_status, status):
+    raw = 0.75 if measured is Status.GRADED else 0.0
+    d = apply_closed_book(Decision(measured, raw, targeted_repair_fraction=0.5, reasons=["why"]), verdict_status, "it")
+    assert (d.status, d.authored_usd, d.raw_authored_usd) == (status, 0.0, raw)
+    assert d.targeted_repair_fraction == 0.5 and d.reasons[1:] == ["why"] and d.reasons[0].endswith(": it")
+    assert OUTCOMES[status] == (True, 0)  # reward.json written, exit 0: the grade itself worked
+
+
+@pytest.mark.parametrize("measured, reward", [(Status.PARTIAL, None), (Status.INFRASTRUCTURE_ERROR, 0.0)])
+def test_no_reward_and_infrastructure_errors_stay_what_they_are(measured, reward):
+    d = apply_closed_book(Decision(measured, reward), "violation", "it")
+    assert d.status is measured and d.authored_usd == reward
+
+
+def test_a_clean_run_or_an_open_book_case_keeps_the_reward():
+    for verdict_status in ("clean", None):
+        d = apply_closed_book(Decision(Status.GRADED, 0.75), verdict_status)
+        assert (d.status, d.authored_usd, d.raw_authored_usd) == (Status.GRADED, 0.75, 0.75)
+
+
+def _profile_json() -> dict:
+    return json.loads((ROOT / "fixtures" / "cases" / "ant_two_joint_faults" / "profile.json").read_text())
+
+
+def test_the_profile_freezes_closed_book_and_the_instructions_urls():
+    d = _profile_json()
+    assert profile_from_json(d).closed_book is False  # cases made by hand: open book by default
+    d.update(closed_book=True, allowed_urls=["https://example.com/doc"])
+    p = profile_from_json(d)
+    assert p.closed_book is True and p.allowed_urls == ("https://example.com/doc",)
+    assert profile_from_json(json.loads(p.dumps())) == p
+
+
+@pytest.mark.parametrize("field, value", [("closed_book", "yes"), ("closed_book", 1), ("allowed_urls", "https://x"),
+                                          ("allowed_urls", [1])])
+def test_a_malformed_closed_book_field_is_a_profile_error(field, value):
+    d = _profile_json()
+    d[field] = value
+    with pytest.raises(ProfileError, match=field):
+        profile_from_json(d)
