@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .allowed import allowed_urls
-from .rule import Violation, run_violations
+from .rule import MAX_ARGUMENT_CHARS, Violation, argument_chars, run_violations
 from .trajectory import TrajectoryError, read_run
 
 # Where Harbor leaves the trajectory inside the agent's container (the trial's agent/ folder).
@@ -57,6 +57,10 @@ def evaluate(trajectory: Path | None, input_package: Path, instruction_urls: tup
         # whose commands are kept only as raw model text).
         return Verdict(UNVERIFIED, "the trajectory records no tool call: the agent's actions cannot be checked",
                        str(trajectory), run=summary)
+    size = argument_chars(run)
+    if size > MAX_ARGUMENT_CHARS:
+        return Verdict(UNVERIFIED, f"the tool calls' arguments hold {size} characters, more than the "
+                       f"{MAX_ARGUMENT_CHARS} that can be checked", str(trajectory), run=summary)
     violations = run_violations(run, allowed_urls(input_package, instruction_urls))
     if violations:
         first = violations[0]

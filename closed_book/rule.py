@@ -30,10 +30,14 @@ from .trajectory import Run, ToolCall
 
 WEB_TOOLS_FILE = Path(__file__).with_name("web_tools.json")
 EXCERPT_CHARS = 160
+# Searching costs up to about a second per million characters of hostile text: past this
+# many, the run is too large to check within a grade's time and is left unverified.
+MAX_ARGUMENT_CHARS = 64 << 20
 TRAILING = ".,;:!?)]}>'\"`"
 
-SCHEME_URL = re.compile(r"\b[a-z][a-z0-9+.\-]{0,30}://[^\s\"'<>`]+", re.IGNORECASE)
-SCP_URL = re.compile(r"\b[\w.\-]+@(?:[a-z0-9\-]+\.)+[a-z]{2,}:[\w./~\-]+", re.IGNORECASE)
+# Each form may start only where a token starts (a look-behind), which keeps the scan linear.
+SCHEME_URL = re.compile(r"(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]*://[^\s\"'<>`]+", re.IGNORECASE)
+SCP_URL = re.compile(r"(?<![\w.\-])[\w.\-]+@(?:[a-z0-9\-]+\.)+[a-z]{2,}:[\w./~\-]+", re.IGNORECASE)
 TLDS = ("com|org|net|io|dev|ai|edu|gov|co|uk|de|fr|cn|ru|jp|app|me|info|xyz|sh|gg|us|ca|eu|ly|so|to|tv|cc|biz")
 BARE_URL = re.compile(
     rf"(?<![\w./@-])(?:www\.(?:[a-z0-9\-]+\.)+[a-z]{{2,}}\b(?:[:/][^\s\"'<>`]*)?"
@@ -110,14 +114,24 @@ def is_local(url: str) -> bool:
     return address.is_loopback or address.is_unspecified
 
 
+# One pass: at each position the first form that matches wins, and the scan resumes after it,
+# so one address gives one finding.
+ANY_URL = re.compile("|".join(f"(?:{p.pattern})" for p in (SCHEME_URL, SCP_URL, BARE_URL, BARE_IP)), re.IGNORECASE)
+
+
+# Every form lies within one run of these characters, so the text is cut into such tokens first
+# and only the few that could hold an address are searched (much faster on layer text and code).
+TOKEN = re.compile(r"[^\s\"'<>`]+")
+
+
+def _may_hold_url(token: str) -> bool:
+    return "://" in token or ("." in token and ("/" in token or ":" in token or "www." in token.lower()))
+
+
 def urls_in(text: str) -> list[str]:
     """Every URL-like address in `text`, in order, local ones included."""
-    found = []
-    for pattern in (SCHEME_URL, SCP_URL, BARE_URL, BARE_IP):
-        for match in pattern.finditer(text):
-            found.append((match.start(), _clean(match.group(0))))
-        text = pattern.sub(lambda m: " " * len(m.group(0)), text)  # one address, one finding
-    return [url for _, url in sorted(found)]
+    return [_clean(match.group(0)) for token in TOKEN.findall(text) if _may_hold_url(token)
+            for match in ANY_URL.finditer(token)]
 
 
 def _strings(value, depth: int = 0):
@@ -135,6 +149,11 @@ def _strings(value, depth: int = 0):
             yield from _strings(item, depth + 1)
 
 
+def argument_chars(run: Run) -> int:
+    """How much text the rule would search: every string of every call's arguments."""
+    return sum(len(text) for call in run.calls for text in _strings(call.arguments))
+
+
 def _excerpt(text: str, needle: str) -> str:
     at = max(text.find(needle), 0)
     start = max(at - (EXCERPT_CHARS - len(needle)) // 2, 0)
@@ -149,9 +168,8 @@ def call_violations(call: ToolCall, allowed: frozenset[str]) -> list[Violation]:
         arguments = json.dumps(call.arguments, sort_keys=True, ensure_ascii=False)
         found.append(Violation(*where, "web_tool", _excerpt(arguments, arguments[:EXCERPT_CHARS])))
     for text in _strings(call.arguments):
-        fetching = FETCHING.search(text) is not None
         for url in urls_in(text):
-            if is_local(url) or (url in allowed and not fetching):
+            if is_local(url) or (url in allowed and FETCHING.search(text) is None):
                 continue
             found.append(Violation(*where, "url", _excerpt(text, url), url))
     return found

@@ -25,8 +25,9 @@ from pathlib import Path
 # ATIF-v1.0 to v1.8 share the shape read here; a later version may record actions elsewhere.
 SCHEMA_PATTERN = re.compile(r"ATIF-v1\.(\d+)")
 NEWEST_MINOR = 8
-MAX_FILE_BYTES = 256 << 20
-MAX_TOTAL_BYTES = 1 << 30
+# JSON in memory takes several times its size on disk: these keep a hostile run from exhausting it.
+MAX_FILE_BYTES = 128 << 20
+MAX_TOTAL_BYTES = 256 << 20
 MAX_FILES = 1000
 MAX_DEPTH = 32
 CONTINUATION_PATTERN = r"{stem}\.cont-(\d+)\.json"

@@ -313,3 +313,23 @@ def test_a_malformed_closed_book_field_is_a_profile_error(field, value):
     d[field] = value
     with pytest.raises(ProfileError, match=field):
         profile_from_json(d)
+
+
+def test_a_run_too_large_to_search_is_unverified(tmp_path, monkeypatch):
+    root = _write(tmp_path, "trajectory.json", _minimal())
+    monkeypatch.setattr(closed_book, "MAX_ARGUMENT_CHARS", 5)
+    v = closed_book.evaluate(root, INPUT)
+    assert v.status == closed_book.UNVERIFIED and "more than the 5" in v.reason
+
+
+@pytest.mark.parametrize("hostile", ["a." * 200000, "a.com:" * 100000, "a@" * 200000, "www." * 100000])
+def test_searching_hostile_text_stays_fast(hostile):
+    import time
+
+    start = time.perf_counter()
+    rule.call_violations(trajectory.ToolCall("t", 1, "c", "Bash", {"command": hostile}), frozenset())
+    assert time.perf_counter() - start < 5.0  # about 0.3 s here; quadratic searching took minutes
+
+
+def test_a_long_scheme_prefix_does_not_hide_a_url():
+    assert rule.urls_in("x" * 50 + "https://example.com/a") == ["x" * 50 + "https://example.com/a"]
