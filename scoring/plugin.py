@@ -130,7 +130,8 @@ def pytest_configure(config: pytest.Config) -> None:
         state.case_error = f"{type(error).__name__}: {error}"
     except Exception as error:  # a verifier fault while reading the case
         state.case_error = f"unexpected {type(error).__name__} while loading the case: {error}"
-    state.trajectory = config.getoption("trajectory")
+    trajectory = config.getoption("trajectory")
+    state.trajectory = os.path.abspath(trajectory) if trajectory else None  # the run may change folder
     config.stash[STATE] = state
     _start_work(config, state)
 
