@@ -333,3 +333,19 @@ def test_searching_hostile_text_stays_fast(hostile):
 
 def test_a_long_scheme_prefix_does_not_hide_a_url():
     assert rule.urls_in("x" * 50 + "https://example.com/a") == ["x" * 50 + "https://example.com/a"]
+
+
+def test_the_harbor_task_lines_in_the_docs_are_the_ones_the_code_gives():
+    import tomllib
+
+    from closed_book import harbor
+
+    docs = (ROOT / "docs" / "closed-book.md").read_text()
+    assert harbor.collect_block() in docs and harbor.GRADE_ARGUMENT in docs
+    assert f'artifacts = ["/app", "{harbor.TRAJECTORY_FOLDER}"]' in docs
+    hook = tomllib.loads(harbor.collect_block())["verifier"]["collect"][0]
+    assert hook == {"command": harbor.COLLECT_COMMAND, "user": "root"}
+    # The hook empties the folder first (nothing planted survives) and fills it from Harbor's location.
+    assert hook["command"].startswith(f"rm -rf {harbor.TRAJECTORY_FOLDER} && ")
+    assert "/logs/agent/trajectory*.json" in hook["command"]
+    assert harbor.GRADE_ARGUMENT.endswith(f"{harbor.TRAJECTORY_FOLDER}/trajectory.json")
