@@ -9,6 +9,7 @@ anything.
 """
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable
@@ -34,7 +35,8 @@ def checks_for(faults: list[Fault]) -> list[tuple[Fault, str, str]]:
 
 
 def build_profile(case_id: str, reference: Path, input_: Path, faults: list[Fault], tolerances: dict | None = None,
-                  sampling: dict | None = None, limits: dict | None = None, version: str = "1") -> Profile:
+                  sampling: dict | None = None, limits: dict | None = None, version: str = "1",
+                  closed_book: bool = False, allowed_urls: tuple[str, ...] = ()) -> Profile:
     tolerances = {**DEFAULT_TOLERANCES, **(tolerances or {})}
     sampling = {**DEFAULT_SAMPLING, **(sampling or {})}
     ref_root, in_root = root_layer_of(reference), root_layer_of(input_)
@@ -57,6 +59,7 @@ def build_profile(case_id: str, reference: Path, input_: Path, faults: list[Faul
         sampling=sampling, limits=dict(limits or {}),
         correspondence=dict(DEFAULT_CORRESPONDENCE),
         input_state={"joint_count": len(in_snap.joints), "composition_errors": len(in_snap.composition_errors)},
+        closed_book=closed_book, allowed_urls=tuple(allowed_urls),
     )
 
 
@@ -107,10 +110,13 @@ def freeze(case_id: str, reference: Path, input_: Path, out: Path, faults: list[
     profile = build_profile(case_id, Path(reference), Path(input_), faults, **settings)
     with tempfile.TemporaryDirectory() as tmp:
         staging = Path(tmp) / "case"
-        write_case(staging, Path(reference), Path(input_), profile)
+        # The self-check grades packages, not agents: it runs without the closed-book rule,
+        # then the profile as frozen replaces the one it used.
+        write_case(staging, Path(reference), Path(input_), dataclasses.replace(profile, closed_book=False))
         problems = verify_case(staging, progress)
         if problems:
             raise FreezeRefused("refusing to freeze " + case_id + ":\n  " + "\n  ".join(problems))
+        (staging / "profile.json").write_text(profile.dumps())
         if Path(out).exists():
             shutil.rmtree(out)
         shutil.copytree(staging, out, symlinks=True)

@@ -61,12 +61,17 @@ class Profile:
     limits: dict = field(default_factory=dict)
     correspondence: dict = field(default_factory=lambda: dict(DEFAULT_CORRESPONDENCE))
     input_state: dict = field(default_factory=dict)   # joint_count, composition_errors of the input
+    # Closed book: the grade also reads the agent's trajectory (closed_book/). allowed_urls:
+    # the instruction's URLs, which the agent was given and may write back.
+    closed_book: bool = False
+    allowed_urls: tuple[str, ...] = ()
 
     def to_json(self) -> dict:
         d = asdict(self)
         d = {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, **d}
         d["faults"] = [asdict(f) for f in self.faults]
         d["checks"] = [asdict(c) for c in self.checks]
+        d["allowed_urls"] = list(self.allowed_urls)
         return d
 
     def dumps(self) -> str:
@@ -147,6 +152,12 @@ def profile_from_json(d: dict) -> Profile:
     if not checks:
         raise ProfileError("profile.checks: a case needs at least one targeted check")
     tolerances = {**DEFAULT_TOLERANCES, **_number_map(d.get("tolerances", {}), "profile.tolerances")}
+    closed_book = d.get("closed_book", False)
+    if not isinstance(closed_book, bool):
+        raise ProfileError(f"profile.closed_book: expected true or false, got {closed_book!r}")
+    allowed = d.get("allowed_urls", [])
+    if not isinstance(allowed, list) or not all(isinstance(u, str) for u in allowed):
+        raise ProfileError("profile.allowed_urls: expected a list of strings")
     return Profile(
         id=_require(d, "id", str, "profile"),
         version=str(_require(d, "version", (str, int), "profile")),
@@ -160,6 +171,8 @@ def profile_from_json(d: dict) -> Profile:
         limits=_number_map(d.get("limits", {}), "profile.limits"),
         correspondence={**DEFAULT_CORRESPONDENCE, **_number_map(d.get("correspondence", {}), "profile.correspondence")},
         input_state=_number_map(d.get("input_state", {}), "profile.input_state"),
+        closed_book=closed_book,
+        allowed_urls=tuple(allowed),
     )
 
 

@@ -139,7 +139,8 @@ def freeze_command(args: argparse.Namespace) -> int:
         return 1
     try:
         profile = freeze(args.id or Path(args.out).name, reference, input_, Path(args.out), faults,
-                         progress=labelled("grading reference and input", "grade"))
+                         progress=labelled("grading reference and input", "grade"),
+                         closed_book=getattr(args, "closed_book", False))
     except FreezeRefused as error:
         print(str(error), file=sys.stderr)
         return 1

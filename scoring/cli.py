@@ -1,10 +1,10 @@
 """`usdgrade`: grade, inject, freeze, explain.
 
-    usdgrade grade DIR --case CASE --out OUT [-n N] [-k EXPR]
+    usdgrade grade DIR --case CASE --out OUT [-n N] [-k EXPR] [--trajectory T.json]
     usdgrade inject --reference REF --fault KIND[:TARGET] ... --seed S --out DIR
     usdgrade inject --list
     usdgrade inject --targets REF [--fault KIND ...]
-    usdgrade freeze --reference REF --input IN --out CASE [--faults F.json] [--id ID]
+    usdgrade freeze --reference REF --input IN --out CASE [--faults F.json] [--id ID] [--closed-book]
     usdgrade explain OUT/grade.json [--html [--out PAGE_DIR] --case CASE --submission DIR]
     usdgrade visual --case CASE --submission DIR --grade OUT/grade.json --out OUT [--authorize] ...
     usdgrade physical --case CASE --submission DIR --out OUT [--python PY]
@@ -35,6 +35,8 @@ def grade(args: argparse.Namespace) -> int:
         argv += ["-n", str(args.n)]
     if args.k:
         argv += ["-k", args.k]
+    if args.trajectory:
+        argv += ["--trajectory", args.trajectory]
     return int(pytest.main(argv))
 
 
@@ -76,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", required=True)
     p.add_argument("-n", type=int, default=0, help="pytest-xdist workers")
     p.add_argument("-k", default=None, help="select checks (a partial run: no reward)")
+    p.add_argument("--trajectory", default=None,
+                   help="the agent's ATIF trajectory.json, for a closed-book case (see docs/closed-book.md)")
     p.set_defaults(run=grade)
 
     p = sub.add_parser("inject", help="break a reference package for case authoring")
@@ -93,6 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", required=True)
     p.add_argument("--faults", help="JSON list of {id, kind, target}; found by comparison when absent")
     p.add_argument("--id", help="case id (default: the out folder's name)")
+    p.add_argument("--closed-book", action="store_true",
+                   help="grade against the agent's trajectory too: web access zeroes the reward")
     p.set_defaults(run=freeze_command)
 
     p = sub.add_parser("explain", help="a readable summary of a grade.json")

@@ -14,7 +14,8 @@
   and the validity gate's worker process starts at configure, so it runs while
   the measuring code is imported.
 - sessionfinish (controller only, after json-report built its report): decide
-  the outcome from the report and write OUT/reward.json and OUT/grade.json.
+  the outcome from the report, apply the closed-book rule when the case asks for
+  it (`--trajectory`, closed_book/), and write OUT/reward.json and OUT/grade.json.
 """
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ from gates.validity import ResourceLimits, timed_validity
 from profiles.case import Case, CaseError, load_case
 
 from . import outputs, report
-from .reward import INFRASTRUCTURE_EXIT, OUTCOMES, Expected, decide, records_from_report
+from .reward import INFRASTRUCTURE_EXIT, OUTCOMES, Expected, apply_closed_book, decide, records_from_report
 from .work_share import WORKER_INPUT_KEY, LocalWork, SharedWork
 
 if TYPE_CHECKING:
@@ -61,6 +62,8 @@ class RunState:
     shared_folder: Path | None = None      # the controller's, under xdist
     validity: Future | None = None         # the validity gate, started at configure
     background: ThreadPoolExecutor | None = None
+    trajectory: str | None = None          # --trajectory, for a closed-book case
+    closed_book: dict | None = None        # the verdict as grade.json records it
 
     def expected(self) -> Expected:
         profile = self.case.profile
@@ -83,6 +86,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--time-limit", type=float, default=None,
                     help="seconds; past it the run writes an infrastructure-error grade and exits 3 "
                          "(set it below the harness's own verifier timeout)")
+    group.addoption("--trajectory", default=None,
+                    help="the agent's ATIF trajectory.json, read when the case is closed book "
+                         "(default: /logs/agent/trajectory.json when present)")
 
 
 def _grading_requested(config: pytest.Config) -> bool:
@@ -138,6 +144,8 @@ def pytest_configure(config: pytest.Config) -> None:
         state.case_error = f"{type(error).__name__}: {error}"
     except Exception as error:  # a verifier fault while reading the case
         state.case_error = f"unexpected {type(error).__name__} while loading the case: {error}"
+    trajectory = config.getoption("trajectory")
+    state.trajectory = os.path.abspath(trajectory) if trajectory else None  # the run may change folder
     config.stash[STATE] = state
     _start_work(config, state)
 
@@ -249,7 +257,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     try:
         records = records_from_report(json_report or {})
         expected = state.expected() if state.case else Expected({})
-        decision = decide(records, expected, case_error)
+        decision = _closed_book(state, decide(records, expected, case_error))
         grade = report.build(decision, records, state, time.time() - state.started)
         grade["timings"]["scoring_s"] = round(time.perf_counter() - scoring_started, 6)
     except Exception as error:  # a scoring fault: still an explicit, numeric infrastructure error
@@ -263,6 +271,20 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if exit_code is not None:
         session.exitstatus = exit_code
     state.grade = grade
+
+
+def _closed_book(state: RunState, decision):
+    """A closed-book case: read the agent's trajectory and apply the rule to the decision."""
+    if state.case is None or not state.case.profile.closed_book:
+        state.closed_book = {"required": False}
+        return apply_closed_book(decision, None)
+    import closed_book
+
+    profile = state.case.profile
+    verdict = closed_book.evaluate(closed_book.trajectory_path(state.trajectory), state.case.paths.input,
+                                   profile.allowed_urls)
+    state.closed_book = verdict.to_json()
+    return apply_closed_book(decision, verdict.status, verdict.reason)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -35,6 +35,7 @@ def candidate_digest(folder) -> dict:
 def build(decision: Decision, records: list[TestRecord], state, elapsed: float) -> dict:
     found = results_by_kind(records)
     case = state.case
+    closed = getattr(state, "closed_book", None)   # None: the run ended before the rule was applied
     profile = case.profile if case else None
     checks = []
     for spec in profile.checks if profile else ():
@@ -60,6 +61,8 @@ def build(decision: Decision, records: list[TestRecord], state, elapsed: float) 
     return {
         "status": decision.status.value,
         "authored_usd": decision.authored_usd,
+        "raw_authored_usd": decision.authored_usd if decision.raw_authored_usd is None else decision.raw_authored_usd,
+        "network_violations": (closed or {}).get("violations", []),
         "submission_valid": decision.submission_valid,
         "preservation_pass": decision.preservation_pass,
         "targeted_repair_fraction": decision.targeted_repair_fraction,
@@ -91,9 +94,29 @@ def build(decision: Decision, records: list[TestRecord], state, elapsed: float) 
         "verifier_version": VERIFIER_VERSION,
         "environment": {"python": platform.python_version()},
         "timings": timings,
+        "closed_book": closed,
         "visual": None,
         "physical": None,
     }
+
+
+def closed_book_lines(grade: dict, max_violations: int | None = None) -> list[str]:
+    """The closed-book verdict, zeroed reward and violations first: what a reviewer must see at once."""
+    closed = grade.get("closed_book") or {}
+    if not closed.get("required"):
+        return []
+    zeroed = grade.get("status") in ("closed_book_violation", "closed_book_unverified")
+    head = (f"CLOSED BOOK {str(closed.get('status')).upper()}: reward 0, the measured reward "
+            f"{_figure(grade.get('raw_authored_usd'))} is kept as raw_authored_usd" if zeroed
+            else f"closed book: {closed.get('status')}")
+    lines = [head, f"  {closed.get('reason')}", f"  trajectory: {closed.get('trajectory')}"]
+    violations = closed.get("violations") or []
+    for v in violations[:max_violations]:
+        what = "web tool" if v.get("kind") == "web_tool" else f"URL {v.get('url')}"
+        lines.append(f"  step {v.get('step_id')} of {v.get('trajectory')}: {v.get('tool')}: {what}: {v.get('excerpt')}")
+    if max_violations is not None and len(violations) > max_violations:
+        lines.append(f"  ... and {len(violations) - max_violations} more network violations")
+    return lines
 
 
 def _figure(value) -> str:
@@ -154,6 +177,7 @@ def unmeasured_checks(grade: dict) -> list[dict]:
 def summary_lines(grade: dict, max_checks: int = 10) -> list[str]:
     """A short, readable summary of grade.json for the terminal."""
     lines = [headline(grade)]
+    lines += closed_book_lines(grade, max_violations=5)
     if grade.get("infrastructure_error"):
         lines.append(f"infrastructure error: {grade['infrastructure_error']}")
     for kind in ("validity", "preservation", "objective"):
@@ -189,7 +213,7 @@ def arithmetic(grade: dict) -> str | None:
         return None
     r = 0.5 * f + 0.5 * s
     how = f"R = 0.5 F + 0.5 S = 0.5 x {f:.4f} + 0.5 x {s:.4f} = {r:.4f}"
-    if status in ("invalid", "preservation_failed"):
+    if status in ("invalid", "preservation_failed", "closed_book_violation", "closed_book_unverified"):
         return how + f"; {status}: reward 0"
     if grade.get("objective_success") is False:
         if r > REWARD_CAP:
@@ -201,7 +225,8 @@ def arithmetic(grade: dict) -> str | None:
 def explain_lines(grade: dict) -> list[str]:
     """A readable account of a grade.json: the reward and how it was reached, the gates,
     then the failing checks, least progress first; what did not run is said so."""
-    lines = [f"status: {grade.get('status')}    authored_usd: {_figure(grade.get('authored_usd'))}"]
+    lines = closed_book_lines(grade)
+    lines.append(f"status: {grade.get('status')}    authored_usd: {_figure(grade.get('authored_usd'))}")
     if grade.get("infrastructure_error"):
         lines.append(f"infrastructure error (not a score): {grade['infrastructure_error']}")
     how = arithmetic(grade)

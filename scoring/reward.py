@@ -7,9 +7,11 @@ submission. Steps, each separate:
 2. gates        -> validity, preservation, objective pass/fail
 3. checks       -> F (strict fraction) and S (mean semantic progress)
 4. one Status   -> the reward rule of SPEC section 5 and the exit code
+5. closed book  -> a closed-book case's trajectory verdict may zero the reward
 """
 from __future__ import annotations
 
+import dataclasses
 import enum
 import re
 from dataclasses import dataclass, field
@@ -24,6 +26,8 @@ class Status(str, enum.Enum):
     PRESERVATION_FAILED = "preservation_failed"
     PARTIAL = "partial"
     INFRASTRUCTURE_ERROR = "infrastructure_error"
+    CLOSED_BOOK_VIOLATION = "closed_book_violation"
+    CLOSED_BOOK_UNVERIFIED = "closed_book_unverified"
 
 
 # What each outcome does with the outputs: write reward.json? which exit code (None: pytest's own)?
@@ -33,6 +37,9 @@ OUTCOMES = {
     Status.PRESERVATION_FAILED: (True, 0),
     Status.PARTIAL: (False, None),
     Status.INFRASTRUCTURE_ERROR: (True, INFRASTRUCTURE_EXIT),
+    # The grade itself worked: the agent's conduct zeroed it.
+    Status.CLOSED_BOOK_VIOLATION: (True, 0),
+    Status.CLOSED_BOOK_UNVERIFIED: (True, 0),
 }
 
 KINDS = ("check", "validity", "preservation", "objective")
@@ -70,6 +77,7 @@ class Decision:
     infrastructure_error: str | None = None
     missing: list[str] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)
+    raw_authored_usd: float | None = None   # the measured reward, before the closed-book rule
 
 
 def _message(test: dict) -> str:
@@ -196,3 +204,21 @@ def objective_reasons(fraction: float, semantic: float, objective: dict[str, dic
     else:
         prefix = f"objective not met (R {raw:.4f}, cap {REWARD_CAP:g} not reached): "
     return [prefix + r for r in failing_gates(objective)]
+
+
+# 5. closed book -----------------------------------------------------------
+
+CLOSED_BOOK_STATUS = {"violation": Status.CLOSED_BOOK_VIOLATION, "unverified": Status.CLOSED_BOOK_UNVERIFIED}
+
+
+def apply_closed_book(decision: Decision, verdict_status: str | None, reason: str = "") -> Decision:
+    """A closed-book violation or an unverifiable trajectory zeroes a measured reward; the
+    measured one stays in raw_authored_usd, with every other figure. A partial run (no
+    reward) and an infrastructure error (not a score) are left as they are."""
+    raw = decision.authored_usd if decision.raw_authored_usd is None else decision.raw_authored_usd
+    status = CLOSED_BOOK_STATUS.get(verdict_status or "")
+    if status is None or decision.status in (Status.PARTIAL, Status.INFRASTRUCTURE_ERROR):
+        return dataclasses.replace(decision, raw_authored_usd=raw)
+    why = f"{status.value}: reward 0 (measured {raw:.4f}, status {decision.status.value}): {reason}"
+    return dataclasses.replace(decision, status=status, authored_usd=0.0, raw_authored_usd=raw,
+                               reasons=[why, *decision.reasons])
