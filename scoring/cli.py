@@ -7,6 +7,7 @@
     usdgrade explain OUT/grade.json
     usdgrade visual --case CASE --submission DIR --grade OUT/grade.json --out OUT [--authorize] ...
     usdgrade physical --case CASE --submission DIR --out OUT [--python PY]
+    usdgrade records ingest JOB_DIR... [--db URL] | report [--db URL] --out DIR | show EPISODE
 
 `grade` runs the very pytest session of `pytest checks ...` in this process:
 same outputs, same exit codes.
@@ -143,6 +144,10 @@ def main(argv: list[str] | None = None) -> int:
     from physical.cli import add_parser as add_physical_parser  # the physical grade: separate from the reward
 
     add_physical_parser(sub)
+
+    from records.cli import add_parser as add_records_parser  # episode records and the results report
+
+    add_records_parser(sub)
 
     args = parser.parse_args(argv)
     sys.path.insert(0, str(REPO_ROOT))
