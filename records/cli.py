@@ -17,8 +17,13 @@ DB_HELP = "database URL (sqlite:///FILE or postgresql+psycopg://...) or a SQLite
 
 
 def _open(url: str | None):
-    from .store import StoreError, open_store
-    import sqlalchemy.exc
+    try:
+        import sqlalchemy.exc
+
+        from .store import StoreError, open_store
+    except ImportError as error:
+        print(f"the records store needs the records extra (pip install -e '.[records]'): {error}", file=sys.stderr)
+        return None
 
     try:
         return open_store(url)

@@ -24,8 +24,12 @@ def _save(figure, out: Path, name: str) -> list[str]:
     return [f"{name}.png", f"{name}.svg"]
 
 
+def _short(text: str, limit: int = 32) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
 def _label(model: str, agent: str) -> str:
-    return f"{model}\n({agent})"
+    return f"{_short(model)}\n({_short(agent)})"
 
 
 def heatmap(rates: list[dict], by: str, out: Path, name: str) -> list[str]:
@@ -42,7 +46,7 @@ def heatmap(rates: list[dict], by: str, out: Path, name: str) -> list[str]:
         counts[i, j] = f"{r['passed']}/{r['checks']}"
     figure, axes = plt.subplots(figsize=(1.3 * len(columns) + 2.5, 0.6 * len(rows) + 1.8))
     image = axes.imshow(np.ma.masked_invalid(grid), cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
-    axes.set_xticks(range(len(columns)), columns, rotation=35, ha="right")
+    axes.set_xticks(range(len(columns)), [_short(c) for c in columns], rotation=35, ha="right")
     axes.set_yticks(range(len(rows)), [_label(*r) for r in rows])
     for (i, j), text in counts.items():
         axes.text(j, i, f"{grid[i, j]:.2f}\n{text}", ha="center", va="center", fontsize=8,
@@ -78,7 +82,7 @@ def partial_credit(points: dict[tuple, list[tuple[float, float]]], out: Path) ->
     markers = "osD^v<>"
     for index, group in enumerate(sorted(points)):
         f, s = zip(*points[group])
-        axes.scatter(s, f, s=28, alpha=0.7, marker=markers[index % len(markers)], label=f"{group[0]} ({group[1]})")
+        axes.scatter(s, f, s=28, alpha=0.7, marker=markers[index % len(markers)], label=f"{_short(group[0])} ({_short(group[1])})")
     axes.plot([0, 1], [0, 1], color="grey", linewidth=0.8, linestyle=":")
     axes.set_xlabel("S: semantic progress")
     axes.set_ylabel("F: targeted checks passed")

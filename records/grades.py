@@ -17,7 +17,10 @@ CLOSED_BOOK_STATUSES = {"closed_book_violation": "violation", "closed_book_unver
 def _number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    value = float(value)
+    try:
+        value = float(value)
+    except OverflowError:             # an integer too large for a float
+        return None
     return value if math.isfinite(value) else None
 
 
@@ -137,7 +140,8 @@ def separate_columns(kind: str, record: dict) -> dict:
 
         def count(name):
             value = summary.get(name)
-            return value if isinstance(value, int) and not isinstance(value, bool) else None
+            ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2 ** 31
+            return value if ok else None
 
         columns.update(measured=count("measured"), passed=count("passed"), failed=count("failed"),
                        unmeasured=count("null"), engine_versions=versions if isinstance(versions, dict) else None)

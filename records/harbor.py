@@ -58,18 +58,36 @@ class EpisodeSource:
     notes: list[str] = field(default_factory=list)      # files present but skipped, and why
 
 
-def read_json(path: Path) -> RecordFile:
-    """A JSON file inside the folder being ingested: no symlinks, bounded size."""
-    if path.is_symlink():
-        raise UnreadableFile(f"{path} is a symlink")
+MAX_ID_CHARS = 200
+INT_LIMIT = 2 ** 63     # a BIGINT on both databases
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"non-finite number {name}")
+
+
+def read_json(path: Path, root: Path | None = None) -> RecordFile:
+    """A JSON file inside ``root`` (default: its folder): no symlink on the way, bounded size.
+
+    NaN/Infinity and NUL characters are refused: PostgreSQL's JSONB stores neither, and a record
+    must read the same from both databases.
+    """
+    root = path.parent if root is None else root
+    step = root
+    for part in path.relative_to(root).parts:
+        step = step / part
+        if step.is_symlink():
+            raise UnreadableFile(f"{step} is a symlink")
     if not path.is_file():
         raise UnreadableFile(f"{path} is missing")
     if path.stat().st_size > MAX_JSON_BYTES:
         raise UnreadableFile(f"{path} is larger than {MAX_JSON_BYTES} bytes")
     raw = path.read_bytes()
+    if b"\\u0000" in raw or b"\x00" in raw:
+        raise UnreadableFile(f"{path} holds NUL characters")
     try:
-        data = json.loads(raw)
-    except ValueError as error:
+        data = json.loads(raw, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as error:
         raise UnreadableFile(f"{path} is not JSON: {error}") from None
     return RecordFile(path, data, hashlib.sha256(raw).hexdigest())
 
@@ -87,7 +105,8 @@ def _text(value: Any) -> str | None:
 
 
 def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    ok = isinstance(value, int) and not isinstance(value, bool) and -INT_LIMIT < value < INT_LIMIT
+    return value if ok else None
 
 
 def _seconds(timing: Any) -> float | None:
@@ -110,9 +129,9 @@ def token_totals(result: dict) -> dict:
     for context in contexts:
         for name in ("n_input_tokens", "n_cache_tokens", "n_output_tokens"):
             if _int(context.get(name)) is not None:
-                totals[name] = (totals[name] or 0) + context[name]
+                totals[name] = _int((totals[name] or 0) + context[name])
         cost = context.get("cost_usd")
-        if isinstance(cost, (int, float)) and not isinstance(cost, bool):
+        if isinstance(cost, (int, float)) and not isinstance(cost, bool) and abs(cost) < 1e12:
             totals["cost_usd"] = round((totals["cost_usd"] or 0.0) + float(cost), 9)
     return totals
 
@@ -147,21 +166,21 @@ def _trajectory(trial_dir: Path) -> tuple[int | None, str | None, str | None]:
     if not path.exists() and not path.is_symlink():
         return None, None, None
     try:
-        record = read_json(path)
+        record = read_json(path, trial_dir)
     except UnreadableFile as error:
         return None, None, f"trajectory skipped: {error}"
     steps = record.data.get("steps") if isinstance(record.data, dict) else None
     return (len(steps) if isinstance(steps, list) else None), record.digest, None
 
 
-def _graders_files(folder: Path, source: EpisodeSource) -> None:
+def _graders_files(root: Path, folder: Path, source: EpisodeSource) -> None:
     """grade.json, visual.json, physical.json of one verifier output folder, when readable."""
     for name in ("grade",) + SEPARATE_FILES:
         path = folder / f"{name}.json"
         if not path.exists() and not path.is_symlink():
             continue
         try:
-            record = read_json(path)
+            record = read_json(path, root)
         except UnreadableFile as error:
             source.notes.append(f"{name}.json skipped: {error}")
             continue
@@ -188,7 +207,7 @@ def trial_episode(trial_dir: Path, result: dict, job: dict | None = None) -> Epi
     model_name, model_provider = _model(result)
     steps, trajectory_digest, trajectory_note = _trajectory(trial_dir)
     fields = {
-        "episode_id": str(result.get("id")), "source": "harbor",
+        "episode_id": result["id"], "source": "harbor",
         "trial_name": _text(result.get("trial_name")),
         "job_id": _text(_get(result, "config", "job_id")) or job.get("job_id"),
         "job_name": job.get("job_name"),
@@ -207,7 +226,7 @@ def trial_episode(trial_dir: Path, result: dict, job: dict | None = None) -> Epi
     source = EpisodeSource(fields, origin="harbor")
     if trajectory_note:
         source.notes.append(trajectory_note)
-    _graders_files(trial_dir / "verifier", source)
+    _graders_files(trial_dir, trial_dir / "verifier", source)
     _from_grade(source)
     return source
 
@@ -219,11 +238,11 @@ def folder_episode(folder: Path) -> EpisodeSource:
     ``local:<case id>:<candidate digest>`` (the grade's own digest when the candidate has none).
     """
     source = EpisodeSource({"source": "folder"}, origin="folder")
-    _graders_files(folder, source)
+    _graders_files(folder, folder, source)
     if source.grade is None:
         return source
     _from_grade(source)
-    case = source.fields.get("case_id") or "unknown-case"
+    case = (source.fields.get("case_id") or "unknown-case")[:100]
     candidate = source.fields.get("submission_digest") or f"grade-{source.grade.digest}"
     source.fields.update(episode_id=f"local:{case}:{candidate[:24]}", task_name=case,
                          trial_name=folder.name)
@@ -231,8 +250,18 @@ def folder_episode(folder: Path) -> EpisodeSource:
 
 
 def is_trial_result(data: Any) -> bool:
-    return isinstance(data, dict) and isinstance(data.get("trial_name"), str) and "id" in data \
+    return isinstance(data, dict) and isinstance(data.get("trial_name"), str) \
         and isinstance(data.get("task_name"), str)
+
+
+def trial_id_problem(data: dict) -> str | None:
+    """Why a trial result's id cannot key an episode, or None."""
+    value = data.get("id")
+    if not isinstance(value, str) or not value.strip():
+        return "result.json has no trial id"
+    if len(value) > MAX_ID_CHARS:
+        return f"the trial id is longer than {MAX_ID_CHARS} characters"
+    return None
 
 
 def is_job_result(data: Any) -> bool:

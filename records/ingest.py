@@ -8,8 +8,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import sqlalchemy.exc
+
 from . import harbor
 from .store import Store, StoreError
+
+# A row the database refuses (a value out of range, a key too long) skips that episode with the
+# reason; a database that is down or refuses us is not the data's fault and stops the ingest.
+DATA_ERRORS = (StoreError, sqlalchemy.exc.DataError, sqlalchemy.exc.IntegrityError)
 
 
 @dataclass
@@ -44,29 +50,43 @@ class IngestReport:
 
 
 def store_episode(store: Store, source: harbor.EpisodeSource, report: IngestReport) -> None:
+    """One episode and its graders' files in one transaction; counted once it committed."""
     episode_id = source.fields["episode_id"]
+    outcomes, notes = [], list(source.notes)
     with store.transaction():
-        report.count("episodes", store.upsert_episode(source.fields))
+        outcomes.append(("episodes", store.upsert_episode(source.fields)))
         if source.grade is not None:
             try:
-                outcome = store.upsert_grade(episode_id, source.grade.data, origin=source.origin,
-                                             record_digest=source.grade.digest)
-                report.count("grades", outcome)
+                outcomes.append(("grades", store.upsert_grade(episode_id, source.grade.data, origin=source.origin,
+                                                              record_digest=source.grade.digest)))
             except StoreError as error:
-                report.notes.append((episode_id, f"grade.json not stored: {error}"))
+                notes.append(f"grade.json not stored: {error}")
         for kind, record in sorted(source.separate.items()):
-            report.count(kind, store.upsert_separate(kind, episode_id, record.data,
-                                                     record_digest=record.digest))
+            outcomes.append((kind, store.upsert_separate(kind, episode_id, record.data,
+                                                         record_digest=record.digest)))
+    for table, outcome in outcomes:
+        report.count(table, outcome)
     report.episodes.append(episode_id)
-    report.notes.extend((episode_id, note) for note in source.notes)
+    report.notes.extend((episode_id, note) for note in notes)
+
+
+def _store_or_skip(store: Store, where: Path, source: harbor.EpisodeSource, report: IngestReport) -> None:
+    try:
+        store_episode(store, source, report)
+    except DATA_ERRORS as error:
+        report.skipped.append((str(where), f"the store refused it: {str(error).splitlines()[0]}"))
 
 
 def _ingest_trial(store: Store, trial_dir: Path, result: dict, job: dict | None,
                   report: IngestReport) -> None:
+    problem = harbor.trial_id_problem(result)
+    if problem:
+        report.skipped.append((str(trial_dir), problem))
+        return
     source = harbor.trial_episode(trial_dir, result, job)
     if source.grade is None and not (trial_dir / "verifier" / "grade.json").exists():
         source.notes.append("no verifier/grade.json")
-    store_episode(store, source, report)
+    _store_or_skip(store, trial_dir, source, report)
 
 
 def _ingest_folder(store: Store, folder: Path, report: IngestReport, depth: int = 0) -> None:
@@ -91,7 +111,7 @@ def _ingest_folder(store: Store, folder: Path, report: IngestReport, depth: int 
         if source.grade is None:
             report.skipped.append((str(folder), "; ".join(source.notes) or "no usable grade.json"))
             return
-        store_episode(store, source, report)
+        _store_or_skip(store, folder, source, report)
         return
     children = sorted(p for p in folder.iterdir() if p.is_dir() and not p.is_symlink())
     if depth == 0 and children:                   # a folder of grade folders or trials

@@ -24,7 +24,7 @@ meta = sa.Table(
 episodes = sa.Table(
     "episodes", metadata,
     sa.Column("episode_id", sa.String(200), primary_key=True),
-    sa.Column("source", sa.String(16), nullable=False),          # harbor | folder
+    sa.Column("source", sa.Text, nullable=False),          # harbor | folder
     sa.Column("trial_name", sa.Text),
     sa.Column("job_id", sa.Text),
     sa.Column("job_name", sa.Text),
@@ -63,8 +63,8 @@ grades = sa.Table(
               primary_key=True),
     sa.Column("scoring_version", sa.String(64), primary_key=True),
     sa.Column("verifier_version", sa.String(64), primary_key=True),
-    sa.Column("origin", sa.String(32), nullable=False),
-    sa.Column("status", sa.String(64)),
+    sa.Column("origin", sa.Text, nullable=False),
+    sa.Column("status", sa.Text),
     sa.Column("authored_usd", sa.Float),
     sa.Column("raw_authored_usd", sa.Float),
     sa.Column("f", sa.Float),
@@ -72,7 +72,7 @@ grades = sa.Table(
     sa.Column("objective_success", sa.Boolean),
     sa.Column("submission_valid", sa.Boolean),
     sa.Column("preservation_pass", sa.Boolean),
-    sa.Column("closed_book", sa.String(32)),
+    sa.Column("closed_book", sa.Text),
     sa.Column("network_violations", JSONType),
     sa.Column("infrastructure_error", sa.Text),
     sa.Column("solved", sa.Boolean, nullable=False),
@@ -108,7 +108,7 @@ def _separate_table(name: str, *extra: sa.Column) -> sa.Table:
         sa.Column("episode_id", sa.String(200), sa.ForeignKey("episodes.episode_id", ondelete="CASCADE"),
                   primary_key=True),
         sa.Column("grader_version", sa.String(64), primary_key=True),
-        sa.Column("status", sa.String(64)),
+        sa.Column("status", sa.Text),
         sa.Column("reason", sa.Text),
         *extra,
         sa.Column("record_digest", sa.String(64), nullable=False),

@@ -345,3 +345,41 @@ def test_usdgrade_records_commands(tmp_path, capsys):
     assert main(["records", "ingest", str(tmp_path / "empty"), "--db", str(db)]) == 1
     (tmp_path / "bad.sqlite").write_text("not a database")
     assert main(["records", "report", "--db", str(tmp_path / "bad.sqlite"), "--out", str(tmp_path / "x")]) == 2
+
+
+def test_hostile_values_are_refused_or_nulled_on_both_databases(store, tmp_path):
+    job = tmp_path / "job"
+    shutil.copytree(JOB, job)
+    names = sorted(p.name for p in job.iterdir() if p.is_dir())
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    shutil.copy(job / names[0] / "verifier" / "grade.json", outside / "grade.json")
+    shutil.rmtree(job / names[0] / "verifier")
+    (job / names[0] / "verifier").symlink_to(outside)                  # a verifier folder elsewhere
+    nan = job / names[1] / "verifier" / "grade.json"
+    nan.write_text(nan.read_text().replace('"authored_usd": 1.0', '"authored_usd": NaN', 1))
+    nul = job / names[2] / "verifier" / "physical.json"
+    nul.write_text(json.dumps({"record_version": "1", "status": "graded\u0000"}))
+    result = json.loads((job / names[3] / "result.json").read_text())
+    del result["id"]
+    (job / names[3] / "result.json").write_text(json.dumps(result))
+    result = json.loads((job / names[4] / "result.json").read_text())
+    result["agent_result"]["n_input_tokens"] = 10 ** 30
+    result["agent_info"]["model_info"]["name"] = "m" * 5000
+    (job / names[4] / "result.json").write_text(json.dumps(result))
+    grade = json.loads((job / names[5] / "verifier" / "grade.json").read_text())
+    grade.update(status="x" * 5000, authored_usd=10 ** 400, checks=[{"id": "c" * 400}, "junk", {"id": 3}])
+    (job / names[5] / "verifier" / "grade.json").write_text(json.dumps(grade))
+
+    report = ingest(store, [job])
+    notes = " | ".join(f"{e}: {n}" for e, n in report.notes)
+    assert "symlink" in notes and "not JSON" in notes and "NUL" in notes
+    assert dict(report.skipped)[str(job / names[3])] == "result.json has no trial id"
+    big = store.get_episode(json.loads((job / names[4] / "result.json").read_text())["id"])
+    assert big.n_input_tokens is None and len(big.model_name) == 5000
+    eid = json.loads((job / names[5] / "result.json").read_text())["id"]
+    [stored] = store.grades(eid)
+    assert stored["authored_usd"] is None and len(stored["status"]) == 5000
+    assert store.rows(schema.checks, schema.checks.c.episode_id == eid) == []
+    assert store.counts()["episodes"] == 26
+    write_report(store, tmp_path / "report")                            # the report still builds
