@@ -80,14 +80,24 @@ def partial_credit(points: dict[tuple, list[tuple[float, float]]], out: Path) ->
         return []
     figure, axes = plt.subplots(figsize=(4.8, 4.2))
     markers = "osD^v<>"
-    for index, group in enumerate(sorted(points)):
-        f, s = zip(*points[group])
-        axes.scatter(s, f, s=28, alpha=0.7, marker=markers[index % len(markers)], label=f"{_short(group[0])} ({_short(group[1])})")
+    groups = sorted(points)
+    for index, group in enumerate(groups):
+        # equal (F, S) pairs are one marker sized by their count; each model is nudged sideways
+        # so coinciding models stay visible
+        counts: dict[tuple, int] = {}
+        for pair in points[group]:
+            counts[pair] = counts.get(pair, 0) + 1
+        nudge = (index - (len(groups) - 1) / 2) * 0.02
+        f = [pair[0] for pair in counts]
+        s = [pair[1] + nudge for pair in counts]
+        sizes = [18 + 14 * n for n in counts.values()]
+        axes.scatter(s, f, s=sizes, alpha=0.75, marker=markers[index % len(markers)],
+                     label=f"{_short(group[0])} ({_short(group[1])})")
     axes.plot([0, 1], [0, 1], color="grey", linewidth=0.8, linestyle=":")
     axes.set_xlabel("S: semantic progress")
     axes.set_ylabel("F: targeted checks passed")
     axes.set_xlim(-0.05, 1.05)
     axes.set_ylim(-0.05, 1.05)
-    axes.set_title("partial-credit anatomy")
+    axes.set_title("partial-credit anatomy (marker area: episodes)")
     axes.legend(fontsize=7, loc="upper left")
     return _save(figure, out, "partial_credit")

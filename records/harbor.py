@@ -18,6 +18,7 @@ from typing import Any
 
 MAX_JSON_BYTES = 64 * 1024 * 1024      # a larger record file is skipped, never parsed
 SEPARATE_FILES = ("visual", "physical")
+SUBMISSION_IN = Path("artifacts") / "app"     # Harbor re-creates the declared artifact /app here
 
 # Harbor's error policy (models/trial/error_policy.py): exceptions after which the reward is still
 # valid are the agent's own doing (a timeout, a non-zero exit, a full context). Used only when the
@@ -173,6 +174,16 @@ def _trajectory(trial_dir: Path) -> tuple[int | None, str | None, str | None]:
     return (len(steps) if isinstance(steps, list) else None), record.digest, None
 
 
+def _submission_path(trial_dir: Path) -> str | None:
+    """The kept submission's absolute path (for re-grading), when the trial holds it."""
+    step = trial_dir
+    for part in SUBMISSION_IN.parts:
+        step = step / part
+        if step.is_symlink() or not step.is_dir():
+            return None
+    return str(step.resolve())
+
+
 def _graders_files(root: Path, folder: Path, source: EpisodeSource) -> None:
     """grade.json, visual.json, physical.json of one verifier output folder, when readable."""
     for name in ("grade",) + SEPARATE_FILES:
@@ -221,6 +232,7 @@ def trial_episode(trial_dir: Path, result: dict, job: dict | None = None) -> Epi
         "exception_type": exception_type, "exception_message": exception_message,
         "exception_valid_reward": valid_reward,
         "trajectory_steps": steps, "trajectory_digest": trajectory_digest,
+        "submission_path": _submission_path(trial_dir),
         "trial_result": result,
     }
     source = EpisodeSource(fields, origin="harbor")

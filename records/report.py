@@ -107,9 +107,9 @@ def _html(board, families, kinds, infra, episodes, images, versions) -> str:
         sections.append(f'<h3 id="{_group_anchor(r["model"], r["agent"])}">{e(r["model"])} ({e(r["agent"])})</h3>'
                         + _html_table(columns, rows))
     style = ("body{font-family:sans-serif;margin:1.5em;color:#222}table{border-collapse:collapse;margin:.5em 0;"
-             "font-size:13px}td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}"
+             "font-size:13px}td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}td{white-space:nowrap}"
              "td:first-child,th:first-child{text-align:left}th{background:#f0f0f0}"
-             "figure{display:inline-block;margin:.5em}img{max-width:640px}li{font-size:13px}")
+             "figure{display:inline-block;margin:.5em;vertical-align:top}img{max-width:640px}li{font-size:13px}")
     return (f"<!doctype html><html><head><meta charset=\"utf-8\"><title>Repair results</title>"
             f"<style>{style}</style></head><body><h1>Repair results</h1>"
             f"<p>{len(episodes)} episodes; grades of {e(', '.join(versions) or 'no version')}; "

@@ -13,19 +13,13 @@ split into:
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from . import schema
 from .stats import bootstrap_mean_ci, mean_pass_at_k
-from .store import Store
+from .store import Store, version_key
 
 PASS_AT = (1, 3, 5)
-
-
-def version_key(text: str | None) -> tuple:
-    """'0.10.2' > '0.9': numbers compare as numbers, other parts as text."""
-    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"[.\-+]", text or ""))
 
 
 @dataclass

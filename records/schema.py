@@ -50,6 +50,7 @@ episodes = sa.Table(
     # whose trials are infrastructure errors, never model failures.
     sa.Column("exception_valid_reward", sa.Boolean),
     sa.Column("submission_digest", sa.Text),
+    sa.Column("submission_path", sa.Text),       # where the submission was found at ingest, if kept
     sa.Column("trajectory_steps", sa.Integer),
     sa.Column("trajectory_digest", sa.Text),
     sa.Column("record_digest", sa.String(64), nullable=False),    # of the fields above, attempt aside

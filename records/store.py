@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -42,6 +43,11 @@ class Episode:
 
     def __repr__(self) -> str:
         return f"Episode({self.episode_id!r}, model={self.model_name!r}, task={self.task_name!r})"
+
+
+def version_key(text: str | None) -> tuple:
+    """Versions in order: '0.10.2' after '0.9', numbers compared as numbers, other parts as text."""
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"[.\-+]", text or ""))
 
 
 def canonical_digest(value: Any) -> str:
@@ -268,11 +274,11 @@ class Store:
             return connection.execute(query.limit(1)).first() is not None
 
     def grades(self, episode_id: str) -> list[dict]:
+        """The episode's grades, oldest first: by scoring then verifier version (numbers as numbers)."""
         g = schema.grades
         with self.engine.connect() as connection:
-            rows = connection.execute(sa.select(g).where(g.c.episode_id == episode_id)
-                                      .order_by(g.c.scoring_version, g.c.verifier_version)).all()
-        return [dict(r._mapping) for r in rows]
+            rows = [dict(r._mapping) for r in connection.execute(sa.select(g).where(g.c.episode_id == episode_id))]
+        return sorted(rows, key=lambda r: (version_key(r["scoring_version"]), version_key(r["verifier_version"])))
 
     def rows(self, table: sa.Table, *where) -> list[dict]:
         """Every row of ``table`` (optionally filtered), in primary-key order, as dicts."""

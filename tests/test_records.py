@@ -180,8 +180,11 @@ def test_regrade_api_adds_a_grade_of_a_new_version_and_the_report_uses_the_newes
     assert store.upsert_grade(eid, new, origin="regrade") == "unchanged"
     assert store.has_grade(eid, scoring_version=old["scoring_version"], verifier_version="0.10.0")
     assert [g["verifier_version"] for g in store.grades(eid)] == [old["verifier_version"], "0.10.0"]
+    store.upsert_grade(eid, dict(new, verifier_version="0.9.0"), origin="regrade")
+    assert [g["verifier_version"] for g in store.grades(eid)][-2:] == ["0.9.0", "0.10.0"]   # newest last
     views = {v.id: v for v in load_views(store)}
     assert views[eid].grade["verifier_version"] == "0.10.0" and views[eid].grade["origin"] == "regrade"
+    assert {v.id: v for v in load_views(store)}[eid].grade["verifier_version"] == "0.10.0"
     pinned = {v.id: v for v in load_views(store, verifier_version=old["verifier_version"])}
     assert pinned[eid].grade["authored_usd"] == pytest.approx(0.05)
     assert version_key("0.10.0") > version_key("0.9.1")
@@ -383,3 +386,15 @@ def test_hostile_values_are_refused_or_nulled_on_both_databases(store, tmp_path)
     assert store.rows(schema.checks, schema.checks.c.episode_id == eid) == []
     assert store.counts()["episodes"] == 26
     write_report(store, tmp_path / "report")                            # the report still builds
+
+
+def test_a_kept_submission_is_located_for_regrading(store, tmp_path):
+    job = tmp_path / "job"
+    shutil.copytree(JOB, job)
+    names = sorted(p.name for p in job.iterdir() if p.is_dir())
+    (job / names[0] / "artifacts" / "app").mkdir()
+    (job / names[1] / "artifacts" / "app").symlink_to(tmp_path)          # never followed
+    ingest(store, [job])
+    paths = {e.trial_name: e.submission_path for e in store.iter_episodes({"source": "harbor"})}
+    assert paths[names[0]] == str((job / names[0] / "artifacts" / "app").resolve())
+    assert paths[names[1]] is None and paths[names[2]] is None
