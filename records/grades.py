@@ -45,9 +45,9 @@ def _closed_book(grade: dict) -> str | None:
     status = grade.get("status")
     if status in CLOSED_BOOK_STATUSES:
         return CLOSED_BOOK_STATUSES[status]
-    block = grade.get("closed_book")
-    if isinstance(block, dict):                    # a richer record, if the grader writes one
-        outcome = block.get("outcome") or block.get("status")
+    block = grade.get("closed_book")               # {"required": false} on an open-book case
+    if isinstance(block, dict) and block.get("required") is not False:
+        outcome = block.get("status")               # clean, violation, unverified
         return outcome if isinstance(outcome, str) else None
     return None
 

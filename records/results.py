@@ -20,6 +20,7 @@ from .stats import bootstrap_mean_ci, mean_pass_at_k
 from .store import Store, version_key
 
 PASS_AT = (1, 3, 5)
+CLOSED_BOOK_FAILURES = ("violation", "unverified")   # "clean" is a closed-book run that passed
 
 
 @dataclass
@@ -118,7 +119,8 @@ def leaderboard(views: list[EpisodeView]) -> list[dict]:
             "solved": len(solved), "solved_rate": _rate(len(solved), len(counted)),
             "invalid_rate": _rate(status.count("invalid"), len(counted)),
             "preservation_failed_rate": _rate(status.count("preservation_failed"), len(counted)),
-            "closed_book_rate": _rate(sum(v.grade["closed_book"] is not None for v in counted), len(counted)),
+            "closed_book_rate": _rate(sum(v.grade["closed_book"] in CLOSED_BOOK_FAILURES for v in counted),
+                                      len(counted)),
             "infrastructure_errors": len(members) - len(counted),
             "infrastructure_error_rate": _rate(len(members) - len(counted), len(members)),
             "cost_usd": sum(costs) if costs else None,

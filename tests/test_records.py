@@ -104,7 +104,11 @@ def test_ingest_fixture_job_gives_the_expected_rows(store):
     closed = store.grades(episode_id("hopper_body_and_com", "model-b", 1))[0]
     assert (closed["status"], closed["closed_book"], closed["authored_usd"], closed["raw_authored_usd"]) == \
         ("closed_book_violation", "violation", 0.0, 1.0)
-    assert closed["network_violations"] == [{"host": "pypi.org", "port": 443}]
+    assert [v["url"] for v in closed["network_violations"]] == ["https://pypi.org/simple/"]
+    clean = store.grades(episode_id("hopper_body_and_com", "model-a", 1))[0]
+    assert (clean["closed_book"], clean["solved"]) == ("clean", True)     # a closed-book run that passed
+    open_book = store.grades(episode_id("ant_two_joint_faults", "model-a", 1))[0]
+    assert open_book["closed_book"] is None
     assert closed["solved"] is False
     assert closed["grade_json"]["fixture_note"].startswith("trimmed")        # unknown fields kept
 
@@ -252,6 +256,7 @@ def test_leaderboard_numbers_match_hand_computation(store):
     assert b["pass_at_1"] == pytest.approx((1 / 3 + 0 + 1 / 3) / 3)
     assert b["pass_at_3"] == pytest.approx(2 / 3)
     assert (b["invalid_rate"], b["closed_book_rate"]) == (pytest.approx(1 / 9), pytest.approx(1 / 9))
+    assert a["closed_book_rate"] == 0.0                                 # its clean closed-book runs
     assert b["objective_success_rate"] == pytest.approx(2 / 9)          # the closed-book one is withheld
     # model-c: two infrastructure errors listed apart, never counted: 7 counted episodes
     assert (c["episodes"], c["counted"], c["infrastructure_errors"]) == (9, 7, 2)
