@@ -75,7 +75,14 @@ def _html_table(headers: list[str], rows: list[list[str]]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def _html(board, families, kinds, infra, episodes, images, versions) -> str:
+SEPARATE_COLUMNS = [("model", "model"), ("agent", "agent"), ("visual_reports", "visual reports"),
+                    ("visual_graded", "visual graded"), ("visual_mean_score", "visual mean score"),
+                    ("physical_reports", "physical reports"), ("physical_graded", "physical graded"),
+                    ("physical_properties_passed", "properties passed"),
+                    ("physical_properties_measured", "properties measured")]
+
+
+def _html(board, families, kinds, infra, episodes, images, versions, separate) -> str:
     e = html.escape
     link = lambda r, text: f'<a href="#{_group_anchor(r["model"], r["agent"])}">{e(text)}</a>'
     board_rows = [[link(r, fmt(r[key])) if key in ("model", "mean_authored_usd", "counted") else e(fmt(r[key]))
@@ -91,6 +98,9 @@ def _html(board, families, kinds, infra, episodes, images, versions) -> str:
     for name in ("rewards", "partial_credit", "repair_by_family", "repair_by_fault_kind"):
         if f"{name}.png" in images:
             sections.append(f'<figure><img src="figures/{name}.png" alt="{name}"></figure>')
+    sections.append("<h2>Separate grades (never combined with the reward)</h2>" + _html_table(
+        [h for _, h in SEPARATE_COLUMNS],
+        [[link(r, r["model"]) if key == "model" else e(fmt(r[key])) for key, _ in SEPARATE_COLUMNS] for r in separate]))
     sections.append(f"<h2>Strict repair rate per fault family</h2>{rate_table(families, 'family')}")
     sections.append(f"<h2>Strict repair rate per fault kind</h2>{rate_table(kinds, 'fault_kind')}")
     sections.append("<h2>Infrastructure errors (not counted)</h2>" + _html_table(
@@ -116,13 +126,16 @@ def _html(board, families, kinds, infra, episodes, images, versions) -> str:
             f"show one: <code>usdgrade records show EPISODE</code></p>{''.join(sections)}</body></html>\n")
 
 
-def _markdown(board, families, kinds, infra, images, versions) -> str:
+def _markdown(board, families, kinds, infra, images, versions, separate) -> str:
     lines = ["# Repair results", "", f"Grades of {', '.join(versions) or 'no version'}.", "", "## Leaderboard", "",
              "| " + " | ".join(h for _, h in LEADERBOARD_COLUMNS) + " |",
              "|" + " --- |" * len(LEADERBOARD_COLUMNS)]
     lines += ["| " + " | ".join(fmt(r[k]) for k, _ in LEADERBOARD_COLUMNS) + " |" for r in board]
     lines += [""] + [f"- {n}" for n in NOTES] + [""]
     lines += [f"![{name}](figures/{name})" for name in images if name.endswith(".png")] + [""]
+    lines += ["## Separate grades (never combined with the reward)", "",
+              "| " + " | ".join(h for _, h in SEPARATE_COLUMNS) + " |", "|" + " --- |" * len(SEPARATE_COLUMNS)]
+    lines += ["| " + " | ".join(fmt(r[k]) for k, _ in SEPARATE_COLUMNS) + " |" for r in separate] + [""]
     for title, rates, by in (("fault family", families, "family"), ("fault kind", kinds, "fault_kind")):
         lines += [f"## Strict repair rate per {title}", "", f"| model | agent | {title} | rate | passed/checks |",
                   "| --- | --- | --- | --- | --- |"]
@@ -147,6 +160,7 @@ def write_report(store: Store, out: Path, *, scoring_version: str | None = None,
     families = results.repair_rates(views, "family")
     kinds = results.repair_rates(views, "fault_kind")
     infra = results.infrastructure(views)
+    separate = results.separate_grades(store, views)
     episodes = results.episode_rows(views)
     versions = sorted({f"scoring {v.grade['scoring_version']} / verifier {v.grade['verifier_version']}"
                        for v in views if v.grade})
@@ -164,8 +178,10 @@ def write_report(store: Store, out: Path, *, scoring_version: str | None = None,
     _csv(out / "repair_by_family.csv", families)
     _csv(out / "repair_by_fault_kind.csv", kinds)
     _csv(out / "infrastructure_errors.csv", infra)
+    _csv(out / "separate_grades.csv", separate)
     _csv(out / "episodes.csv", episodes)
-    (out / "report.md").write_text(_markdown(board, families, kinds, infra, images, versions))
-    (out / "report.html").write_text(_html(board, families, kinds, infra, episodes, images, versions))
+    (out / "report.md").write_text(_markdown(board, families, kinds, infra, images, versions, separate))
+    (out / "report.html").write_text(_html(board, families, kinds, infra, episodes, images, versions, separate))
     return {"leaderboard": board, "families": families, "fault_kinds": kinds, "infrastructure": infra,
+            "separate": separate,
             "episodes": episodes, "figures": images}

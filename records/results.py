@@ -175,3 +175,37 @@ def episode_rows(views: list[EpisodeView]) -> list[dict]:
                      "exception": v.episode["exception_type"], "not_counted_because": v.why_not_counted,
                      "scoring_version": g.get("scoring_version"), "verifier_version": g.get("verifier_version")})
     return rows
+
+
+def _newest_per_episode(rows: list[dict]) -> dict[str, dict]:
+    newest: dict[str, dict] = {}
+    for row in rows:
+        current = newest.get(row["episode_id"])
+        if current is None or version_key(row["grader_version"]) > version_key(current["grader_version"]):
+            newest[row["episode_id"]] = row
+    return newest
+
+
+def separate_grades(store: Store, views: list[EpisodeView]) -> list[dict]:
+    """Per (model, agent): the visual and physical reports, side by side, never combined with the reward."""
+    visual = _newest_per_episode(store.rows(schema.visual))
+    physical = _newest_per_episode(store.rows(schema.physical))
+    groups: dict[tuple, dict] = {}
+    for v in views:
+        cell = groups.setdefault(v.group, {"visual": [], "physical": []})
+        if v.id in visual:
+            cell["visual"].append(visual[v.id])
+        if v.id in physical:
+            cell["physical"].append(physical[v.id])
+    rows = []
+    for (model, agent), cell in sorted(groups.items()):
+        scores = [r["score"] for r in cell["visual"] if r["status"] == "graded" and r["score"] is not None]
+        graded = [r for r in cell["physical"] if r["status"] == "graded"]
+        measured = sum(r["measured"] or 0 for r in graded)
+        rows.append({"model": model, "agent": agent, "visual_reports": len(cell["visual"]),
+                     "visual_graded": len(scores), "visual_mean_score": sum(scores) / len(scores) if scores else None,
+                     "physical_reports": len(cell["physical"]), "physical_graded": len(graded),
+                     "physical_properties_passed": sum(r["passed"] or 0 for r in graded),
+                     "physical_properties_measured": measured,
+                     "episode_ids": sorted({r["episode_id"] for r in cell["visual"] + cell["physical"]})})
+    return [r for r in rows if r["visual_reports"] or r["physical_reports"]]

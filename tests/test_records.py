@@ -280,7 +280,7 @@ def test_report_files_are_complete_and_identical_across_runs(store, tmp_path):
                      "figures/repair_by_fault_kind.png", "figures/repair_by_fault_kind.svg",
                      "figures/rewards.png", "figures/rewards.svg", "infrastructure_errors.csv",
                      "leaderboard.csv", "repair_by_family.csv", "repair_by_fault_kind.csv",
-                     "report.html", "report.md"]
+                     "report.html", "report.md", "separate_grades.csv"]
     for name in names:
         assert (first / name).read_bytes() == (second / name).read_bytes(), name
     page = (first / "report.html").read_text()
@@ -289,6 +289,12 @@ def test_report_files_are_complete_and_identical_across_runs(store, tmp_path):
         assert anchor in page
     for eid in (r["episode_id"] for r in tables["infrastructure"]):
         assert f'href="#ep-{eid}"' in page and f'id="ep-{eid}"' in page
+    separate = {r["model"]: r for r in tables["separate"]}
+    assert (separate["model-a"]["visual_reports"], separate["model-a"]["visual_graded"]) == (2, 1)
+    assert separate["model-a"]["visual_mean_score"] == pytest.approx(0.8333)
+    assert (separate["model-a"]["physical_properties_passed"], separate["model-a"]["physical_properties_measured"]) == (14, 15)
+    assert (separate["model-b"]["physical_reports"], separate["model-b"]["physical_graded"]) == (1, 0)
+    assert "model-c" not in separate
     family = {(r["model"], r["family"]): r for r in tables["families"]}
     assert (family["model-b", "collision"]["passed"], family["model-b", "collision"]["checks"]) == (0, 3)
     assert (family["model-a", "joint"]["passed"], family["model-a", "joint"]["checks"]) == (5, 6)
