@@ -32,14 +32,24 @@ def _open(url: str | None):
         return None
 
 
+def _database_failed(error: Exception) -> int:
+    print(f"the records store failed: {str(error).splitlines()[0]}", file=sys.stderr)
+    return 2
+
+
 def ingest_command(args: argparse.Namespace) -> int:
     from .ingest import ingest
 
     store = _open(args.db)
     if store is None:
         return 2
-    with store:
-        report = ingest(store, [Path(p) for p in args.folders])
+    import sqlalchemy.exc
+
+    try:
+        with store:
+            report = ingest(store, [Path(p) for p in args.folders])
+    except sqlalchemy.exc.SQLAlchemyError as error:
+        return _database_failed(error)
     print("\n".join(report.lines()))
     print("nothing changed" if report.changed == 0 else f"{report.changed} row(s) written")
     return 0 if report.episodes else 1
@@ -51,9 +61,14 @@ def report_command(args: argparse.Namespace) -> int:
     store = _open(args.db)
     if store is None:
         return 2
-    with store:
-        tables = write_report(store, Path(args.out), scoring_version=args.scoring_version,
-                              verifier_version=args.verifier_version)
+    import sqlalchemy.exc
+
+    try:
+        with store:
+            tables = write_report(store, Path(args.out), scoring_version=args.scoring_version,
+                                  verifier_version=args.verifier_version)
+    except sqlalchemy.exc.SQLAlchemyError as error:
+        return _database_failed(error)
     print(f"wrote {Path(args.out) / 'report.html'} ({len(tables['episodes'])} episodes, "
           f"{len(tables['leaderboard'])} model/agent rows), report.md, CSV tables and {len(tables['figures'])} figure files")
     return 0
@@ -65,12 +80,16 @@ def show_command(args: argparse.Namespace) -> int:
     store = _open(args.db)
     if store is None:
         return 2
-    with store:
-        try:
+    import sqlalchemy.exc
+
+    try:
+        with store:
             print("\n".join(show_lines(store, args.episode)))
-        except LookupError as error:
-            print(str(error), file=sys.stderr)
-            return 1
+    except LookupError as error:
+        print(str(error), file=sys.stderr)
+        return 1
+    except sqlalchemy.exc.SQLAlchemyError as error:
+        return _database_failed(error)
     return 0
 
 

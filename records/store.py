@@ -139,6 +139,17 @@ class Store:
                 self._upsert(connection, schema.meta, {"key": "schema_version",
                                                        "value": str(schema.SCHEMA_VERSION)},
                              key=["key"], compare=None)
+            self._check_columns(connection)
+
+    def _check_columns(self, connection: sa.Connection) -> None:
+        """Refuse a store whose tables lack a column this schema version has (another build wrote it)."""
+        inspector = sa.inspect(connection)
+        for table in schema.metadata.sorted_tables:
+            present = {c["name"] for c in inspector.get_columns(table.name)}
+            missing = sorted(set(table.c.keys()) - present)
+            if missing:
+                raise StoreError(f"the store at {self.url} claims schema {schema.SCHEMA_VERSION} but its table "
+                                 f"{table.name} lacks {', '.join(missing)}: it was not written by this schema")
 
     # -- the one upsert -----------------------------------------------------------------------
     def _insert(self):

@@ -218,6 +218,14 @@ def test_a_store_of_a_newer_schema_is_refused(store_url):
         open_store(store_url)
 
 
+def test_a_store_missing_a_column_of_its_schema_is_refused(store_url):
+    with open_store(store_url) as store:
+        with store.engine.begin() as connection:
+            connection.execute(sa.text("ALTER TABLE episodes DROP COLUMN submission_path"))
+    with pytest.raises(StoreError, match="lacks submission_path"):
+        open_store(store_url)
+
+
 # -- the report's numbers, by hand ----------------------------------------------------------------
 
 def test_pass_at_k_and_bootstrap_against_hand_values():
