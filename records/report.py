@@ -11,7 +11,7 @@ import html
 import re
 from pathlib import Path
 
-from . import figures, results
+from . import results
 from .stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 from .store import Store
 
@@ -37,6 +37,12 @@ NOTES = [
     "cost per solve: the counted episodes' recorded cost divided by their number of solved episodes",
     "strict repair rate: passed checks / checks of counted episodes; an unmeasured check is not repaired",
 ]
+
+
+FIGURES = ("rewards", "partial_credit", "repair_by_family", "repair_by_fault_kind")
+OUTPUTS = ("report.html", "report.md", "leaderboard.csv", "repair_by_family.csv", "repair_by_fault_kind.csv",
+           "infrastructure_errors.csv", "separate_grades.csv", "episodes.csv") \
+    + tuple(f"figures/{name}.{ext}" for name in FIGURES for ext in ("png", "svg"))
 
 
 def slug(text: str) -> str:
@@ -95,7 +101,7 @@ def _html(board, families, kinds, infra, episodes, images, versions, separate) -
 
     sections = [f"<h2>Leaderboard</h2>{_html_table([h for _, h in LEADERBOARD_COLUMNS], board_rows)}",
                 "<ul>" + "".join(f"<li>{e(n)}</li>" for n in NOTES) + "</ul>"]
-    for name in ("rewards", "partial_credit", "repair_by_family", "repair_by_fault_kind"):
+    for name in FIGURES:
         if f"{name}.png" in images:
             sections.append(f'<figure><img src="figures/{name}.png" alt="{name}"></figure>')
     sections.append("<h2>Separate grades (never combined with the reward)</h2>" + _html_table(
@@ -155,6 +161,8 @@ def write_report(store: Store, out: Path, *, scoring_version: str | None = None,
     """Write report.html, report.md, the CSV tables and figures/ into ``out``; returns the tables."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    for stale in OUTPUTS:                    # an earlier report's files never survive beside a new one
+        (out / stale).unlink(missing_ok=True)
     views = results.load_views(store, scoring_version, verifier_version)
     board = results.leaderboard(views)
     families = results.repair_rates(views, "family")
@@ -170,6 +178,8 @@ def write_report(store: Store, out: Path, *, scoring_version: str | None = None,
             rewards.setdefault(v.group, []).append(v.reward)
             if v.grade["f"] is not None and v.grade["s"] is not None:
                 points.setdefault(v.group, []).append((v.grade["f"], v.grade["s"]))
+    from . import figures    # matplotlib: imported only when a report is written
+
     figure_dir = out / "figures"
     images = (figures.reward_distribution(rewards, figure_dir) + figures.partial_credit(points, figure_dir)
               + figures.heatmap(families, "family", figure_dir, "repair_by_family")
