@@ -13,6 +13,7 @@ import contextlib
 import hashlib
 import json
 import re
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -48,6 +49,19 @@ class Episode:
 def version_key(text: str | None) -> tuple:
     """Versions in order: '0.10.2' after '0.9', numbers compared as numbers, other parts as text."""
     return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"[.\-+]", text or ""))
+
+
+def start_key(text: str | None) -> tuple:
+    """A start time for ordering: ISO-8601 parsed to UTC (naive read as UTC); unparsable ones last, as text."""
+    if text:
+        try:
+            moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            return (1, 0.0, text)
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=timezone.utc)
+        return (0, moment.timestamp(), "")
+    return (2, 0.0, "")
 
 
 def canonical_digest(value: Any) -> str:
@@ -242,7 +256,7 @@ class Store:
                 groups.setdefault((r.task_name, r.agent_name, r.model_name), []).append(r)
             changed = 0
             for members in groups.values():
-                members.sort(key=lambda r: (r.started_at or "", r.trial_name or "", r.episode_id))
+                members.sort(key=lambda r: (start_key(r.started_at), r.trial_name or "", r.episode_id))
                 for index, r in enumerate(members, start=1):
                     if r.attempt != index:
                         connection.execute(sa.update(e).where(e.c.episode_id == r.episode_id)

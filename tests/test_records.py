@@ -20,7 +20,7 @@ from records.ingest import ingest  # noqa: E402
 from records.report import write_report  # noqa: E402
 from records.results import leaderboard, load_views, version_key  # noqa: E402
 from records.stats import bootstrap_mean_ci, mean_pass_at_k, pass_at_k  # noqa: E402
-from records.store import StoreError, open_store  # noqa: E402
+from records.store import StoreError, open_store, start_key  # noqa: E402
 from tests.postgres_server import PostgresServer  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -437,3 +437,9 @@ def test_an_empty_store_gives_an_empty_report_and_no_stale_files(store, tmp_path
     assert tables["leaderboard"] == [] and tables["figures"] == []
     assert not (out / "figures" / "rewards.png").exists()                # the earlier report's figure is gone
     assert "| model | agent |" in (out / "report.md").read_text()
+
+
+def test_attempts_follow_start_time_whatever_its_spelling():
+    # 10:00:05+01:00 is 09:00:05 UTC: first, although it sorts last as text
+    spelled = ["2026-11-01T10:00:05+01:00", "2026-11-01T09:30:00Z", "2026-11-01T09:45:00.5+00:00", None, "soon"]
+    assert sorted(reversed(spelled), key=start_key) == spelled[:3] + ["soon", None]
