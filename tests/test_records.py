@@ -427,10 +427,11 @@ def test_a_kept_submission_is_located_for_regrading(store, tmp_path):
     assert paths[names[1]] is None and paths[names[2]] is None
 
 
-def test_an_empty_store_gives_an_empty_report_and_no_stale_files(store, tmp_path):
+def test_an_empty_store_gives_an_empty_report_and_no_stale_files(tmp_path):
     out = tmp_path / "report"
-    ingest(store, [JOB])
-    write_report(store, out)
+    with open_store(f"sqlite:///{tmp_path / 'full.sqlite'}") as full:
+        ingest(full, [JOB])
+        write_report(full, out)
     assert (out / "figures" / "rewards.png").is_file()
     with open_store(f"sqlite:///{tmp_path / 'empty.sqlite'}") as empty:
         tables = write_report(empty, out)
