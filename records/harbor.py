@@ -110,6 +110,16 @@ def _int(value: Any) -> int | None:
     return value if ok else None
 
 
+def _finite(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        value = float(value)
+    except OverflowError:
+        return None
+    return value if value == value and abs(value) != float("inf") else None
+
+
 def _seconds(timing: Any) -> float | None:
     start, end = _text(_get(timing, "started_at")), _text(_get(timing, "finished_at"))
     if not (start and end):
@@ -240,7 +250,22 @@ def trial_episode(trial_dir: Path, result: dict, job: dict | None = None) -> Epi
         source.notes.append(trajectory_note)
     _graders_files(trial_dir, trial_dir / "verifier", source)
     _from_grade(source)
+    mismatch = _reward_mismatch(result, source.grade.data if source.grade else None)
+    if mismatch:
+        source.notes.append(mismatch)
     return source
+
+
+def _reward_mismatch(result: dict, grade: dict | None) -> str | None:
+    """Harbor's recorded reward against grade.json's: stored as written, but a difference is said."""
+    recorded = _get(result, "verifier_result", "rewards", "authored_usd")
+    if grade is None or recorded is None:
+        return None
+    graded = grade.get("authored_usd")
+    a, b = _finite(recorded), _finite(graded)
+    if a is not None and b is not None and abs(a - b) <= 1e-9:
+        return None
+    return f"Harbor recorded authored_usd {recorded!r} but grade.json says {graded!r}"
 
 
 def folder_episode(folder: Path) -> EpisodeSource:

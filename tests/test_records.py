@@ -100,7 +100,7 @@ def test_ingest_keeps_failed_trials_infrastructure_errors_and_closed_book_apart(
     assert failed.exception_type == "EnvironmentStartTimeoutError"
     assert failed.exception_valid_reward is False
     assert not store.has_grade(failed.episode_id)
-    assert (failed.episode_id, "no verifier/grade.json") in report.notes
+    assert report.notes == [(failed.episode_id, "no verifier/grade.json")]   # nothing else to say
 
     # the agent that timed out: a model failure with its grade
     timeout = store.get_episode(episode_id("cabinet_handle_and_collider", "model-b", 3))
@@ -397,6 +397,9 @@ def test_hostile_values_are_refused_or_nulled_on_both_databases(store, tmp_path)
     result["agent_result"]["n_input_tokens"] = 10 ** 30
     result["agent_info"]["model_info"]["name"] = "m" * 5000
     (job / names[4] / "result.json").write_text(json.dumps(result))
+    result = json.loads((job / names[6] / "result.json").read_text())
+    result["verifier_result"]["rewards"]["authored_usd"] = 0.987                # not what the grader wrote
+    (job / names[6] / "result.json").write_text(json.dumps(result))
     grade = json.loads((job / names[5] / "verifier" / "grade.json").read_text())
     grade.update(status="x" * 5000, authored_usd=10 ** 400, checks=[{"id": "c" * 400}, "junk", {"id": 3}])
     (job / names[5] / "verifier" / "grade.json").write_text(json.dumps(grade))
@@ -404,6 +407,7 @@ def test_hostile_values_are_refused_or_nulled_on_both_databases(store, tmp_path)
     report = ingest(store, [job])
     notes = " | ".join(f"{e}: {n}" for e, n in report.notes)
     assert "symlink" in notes and "not JSON" in notes and "NUL" in notes
+    assert "Harbor recorded authored_usd 0.987 but grade.json says" in notes
     assert dict(report.skipped)[str(job / names[3])] == "result.json has no trial id"
     big = store.get_episode(json.loads((job / names[4] / "result.json").read_text())["id"])
     assert big.n_input_tokens is None and len(big.model_name) == 5000
@@ -444,3 +448,15 @@ def test_attempts_follow_start_time_whatever_its_spelling():
     # 10:00:05+01:00 is 09:00:05 UTC: first, although it sorts last as text
     spelled = ["2026-11-01T10:00:05+01:00", "2026-11-01T09:30:00Z", "2026-11-01T09:45:00.5+00:00", None, "soon"]
     assert sorted(reversed(spelled), key=start_key) == spelled[:3] + ["soon", None]
+
+
+def test_missing_server_binaries_fail_under_ci_and_skip_otherwise(monkeypatch):
+    from tests import postgres_server
+
+    monkeypatch.setattr(postgres_server, "_binaries", lambda: None)
+    monkeypatch.setenv("CI", "1")
+    with pytest.raises(pytest.fail.Exception, match="CI must run the records tests"):
+        postgres_server.PostgresServer()
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception, match="not found: the PostgreSQL half"):
+        postgres_server.PostgresServer()
