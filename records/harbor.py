@@ -281,7 +281,7 @@ def folder_episode(folder: Path) -> EpisodeSource:
     _from_grade(source)
     case = (source.fields.get("case_id") or "unknown-case")[:100]
     candidate = source.fields.get("submission_digest") or f"grade-{source.grade.digest}"
-    source.fields.update(episode_id=f"local:{case}:{candidate[:24]}", task_name=case,
+    source.fields.update(episode_id=f"local:{case}:{candidate[:80]}", task_name=case,
                          trial_name=folder.name)
     return source
 

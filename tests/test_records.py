@@ -149,9 +149,10 @@ def test_ingest_keeps_failed_trials_infrastructure_errors_and_closed_book_apart(
     assert dict(rows) == {"body": 8, "collision": 2, "geometry": 4, "joint": 10, "mass": 5}
 
     # the real grade of a plain folder
-    plain = store.get_episode("local:ant_two_joint_faults:" + store.grades(
-        next(store.iter_episodes({"source": "folder"})).episode_id)[0]["candidate_digest"][:24])
-    assert plain is not None and plain.trial_name == "ant_demo"
+    real = json.loads((PLAIN / "ant_demo" / "grade.json").read_text())
+    plain = store.get_episode(f"local:ant_two_joint_faults:{real['digests']['candidate']['digest']}")
+    assert plain is not None and plain.trial_name == "ant_demo" and plain.model_name is None
+    assert store.grades(plain.episode_id)[0]["authored_usd"] == real["authored_usd"] == 0.5
 
 
 def test_second_ingest_is_a_no_op(store):
