@@ -121,6 +121,9 @@ def test_ingest_keeps_failed_trials_infrastructure_errors_and_closed_book_apart(
     assert closed["solved"] is False
     assert closed["grade_json"]["fixture_note"].startswith("trimmed")        # unknown fields kept
 
+
+def test_ingest_records_tokens_digests_checks_and_separate_reports(ingested):
+    store, _ = ingested
     # tokens, cost, trajectory, digests
     first = store.get_episode(episode_id("ant_two_joint_faults", "model-a", 1))
     assert (first.n_input_tokens, first.n_cache_tokens, first.n_output_tokens) == (20000, 5000, 2000)
