@@ -41,7 +41,7 @@ NOTES = [
 
 FIGURES = ("rewards", "partial_credit", "repair_by_family", "repair_by_fault_kind")
 OUTPUTS = ("report.html", "report.md", "leaderboard.csv", "repair_by_family.csv", "repair_by_fault_kind.csv",
-           "infrastructure_errors.csv", "separate_grades.csv", "episodes.csv") \
+           "infrastructure_errors.csv", "separate_grades.csv", "per_task.csv", "episodes.csv") \
     + tuple(f"figures/{name}.{ext}" for name in FIGURES for ext in ("png", "svg"))
 
 
@@ -88,7 +88,7 @@ SEPARATE_COLUMNS = [("model", "model"), ("agent", "agent"), ("visual_reports", "
                     ("physical_properties_measured", "properties measured")]
 
 
-def _html(board, families, kinds, infra, episodes, images, versions, separate) -> str:
+def _html(board, families, kinds, infra, episodes, images, versions, separate, tasks) -> str:
     e = html.escape
     link = lambda r, text: f'<a href="#{_group_anchor(r["model"], r["agent"])}">{e(text)}</a>'
     board_rows = [[link(r, fmt(r[key])) if key in ("model", "mean_authored_usd", "counted") else e(fmt(r[key]))
@@ -107,6 +107,10 @@ def _html(board, families, kinds, infra, episodes, images, versions, separate) -
     sections.append("<h2>Separate grades (never combined with the reward)</h2>" + _html_table(
         [h for _, h in SEPARATE_COLUMNS],
         [[link(r, r["model"]) if key == "model" else e(fmt(r[key])) for key, _ in SEPARATE_COLUMNS] for r in separate]))
+    sections.append("<h2>Per task</h2>" + _html_table(
+        ["task", "model", "agent", "solved/counted", "mean authored_usd"],
+        [[e(r["task"]), link(r, r["model"]), e(r["agent"]), f'{r["solved"]}/{r["counted"]}',
+          e(fmt(r["mean_authored_usd"]))] for r in tasks]))
     sections.append(f"<h2>Strict repair rate per fault family</h2>{rate_table(families, 'family')}")
     sections.append(f"<h2>Strict repair rate per fault kind</h2>{rate_table(kinds, 'fault_kind')}")
     sections.append("<h2>Infrastructure errors (not counted)</h2>" + _html_table(
@@ -132,7 +136,7 @@ def _html(board, families, kinds, infra, episodes, images, versions, separate) -
             f"show one: <code>usdgrade records show EPISODE</code></p>{''.join(sections)}</body></html>\n")
 
 
-def _markdown(board, families, kinds, infra, images, versions, separate) -> str:
+def _markdown(board, families, kinds, infra, images, versions, separate, tasks) -> str:
     lines = ["# Repair results", "", f"Grades of {', '.join(versions) or 'no version'}.", "", "## Leaderboard", "",
              "| " + " | ".join(h for _, h in LEADERBOARD_COLUMNS) + " |",
              "|" + " --- |" * len(LEADERBOARD_COLUMNS)]
@@ -142,6 +146,10 @@ def _markdown(board, families, kinds, infra, images, versions, separate) -> str:
     lines += ["## Separate grades (never combined with the reward)", "",
               "| " + " | ".join(h for _, h in SEPARATE_COLUMNS) + " |", "|" + " --- |" * len(SEPARATE_COLUMNS)]
     lines += ["| " + " | ".join(fmt(r[k]) for k, _ in SEPARATE_COLUMNS) + " |" for r in separate] + [""]
+    lines += ["## Per task", "", "| task | model | agent | solved/counted | mean authored_usd |",
+              "| --- | --- | --- | --- | --- |"]
+    lines += [f"| {r['task']} | {r['model']} | {r['agent']} | {r['solved']}/{r['counted']} | "
+              f"{fmt(r['mean_authored_usd'])} |" for r in tasks] + [""]
     for title, rates, by in (("fault family", families, "family"), ("fault kind", kinds, "fault_kind")):
         lines += [f"## Strict repair rate per {title}", "", f"| model | agent | {title} | rate | passed/checks |",
                   "| --- | --- | --- | --- | --- |"]
@@ -169,6 +177,7 @@ def write_report(store: Store, out: Path, *, scoring_version: str | None = None,
     kinds = results.repair_rates(views, "fault_kind")
     infra = results.infrastructure(views)
     separate = results.separate_grades(store, views)
+    tasks = results.per_task(views)
     episodes = results.episode_rows(views)
     versions = sorted({f"scoring {v.grade['scoring_version']} / verifier {v.grade['verifier_version']}"
                        for v in views if v.grade})
@@ -189,9 +198,10 @@ def write_report(store: Store, out: Path, *, scoring_version: str | None = None,
     _csv(out / "repair_by_fault_kind.csv", kinds)
     _csv(out / "infrastructure_errors.csv", infra)
     _csv(out / "separate_grades.csv", separate)
+    _csv(out / "per_task.csv", tasks)
     _csv(out / "episodes.csv", episodes)
-    (out / "report.md").write_text(_markdown(board, families, kinds, infra, images, versions, separate))
-    (out / "report.html").write_text(_html(board, families, kinds, infra, episodes, images, versions, separate))
+    (out / "report.md").write_text(_markdown(board, families, kinds, infra, images, versions, separate, tasks))
+    (out / "report.html").write_text(_html(board, families, kinds, infra, episodes, images, versions, separate, tasks))
     return {"leaderboard": board, "families": families, "fault_kinds": kinds, "infrastructure": infra,
-            "separate": separate,
+            "separate": separate, "tasks": tasks,
             "episodes": episodes, "figures": images}

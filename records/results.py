@@ -209,3 +209,16 @@ def separate_grades(store: Store, views: list[EpisodeView]) -> list[dict]:
                      "physical_properties_measured": measured,
                      "episode_ids": sorted({r["episode_id"] for r in cell["visual"] + cell["physical"]})})
     return [r for r in rows if r["visual_reports"] or r["physical_reports"]]
+
+
+def per_task(views: list[EpisodeView]) -> list[dict]:
+    """Per task and (model, agent): counted attempts, solved ones and the mean reward (which model repairs what)."""
+    cells: dict[tuple, list[EpisodeView]] = {}
+    for v in views:
+        if v.counted:
+            cells.setdefault((v.task, *v.group), []).append(v)
+    return [{"task": task, "model": model, "agent": agent, "counted": len(members),
+             "solved": sum(bool(v.grade["solved"]) for v in members),
+             "mean_authored_usd": sum(v.reward for v in members) / len(members),
+             "episode_ids": sorted(v.id for v in members)}
+            for (task, model, agent), members in sorted(cells.items())]

@@ -299,7 +299,7 @@ def test_report_files_are_complete_and_identical_across_runs(store, tmp_path):
                      "figures/repair_by_family.png", "figures/repair_by_family.svg",
                      "figures/repair_by_fault_kind.png", "figures/repair_by_fault_kind.svg",
                      "figures/rewards.png", "figures/rewards.svg", "infrastructure_errors.csv",
-                     "leaderboard.csv", "repair_by_family.csv", "repair_by_fault_kind.csv",
+                     "leaderboard.csv", "per_task.csv", "repair_by_family.csv", "repair_by_fault_kind.csv",
                      "report.html", "report.md", "separate_grades.csv"]
     for name in names:
         assert (first / name).read_bytes() == (second / name).read_bytes(), name
@@ -309,6 +309,12 @@ def test_report_files_are_complete_and_identical_across_runs(store, tmp_path):
         assert anchor in page
     for eid in (r["episode_id"] for r in tables["infrastructure"]):
         assert f'href="#ep-{eid}"' in page and f'id="ep-{eid}"' in page
+    tasks = {(r["task"], r["model"]): r for r in tables["tasks"]}
+    cabinet_c = tasks["cabinet_handle_and_collider", "model-c"]          # two of its three are infrastructure
+    assert (cabinet_c["counted"], cabinet_c["solved"], cabinet_c["mean_authored_usd"]) == (1, 0, pytest.approx(0.05))
+    hopper_a = tasks["hopper_body_and_com", "model-a"]
+    assert (hopper_a["counted"], hopper_a["solved"], hopper_a["mean_authored_usd"]) == (3, 3, 1.0)
+    assert len(tasks) == 10                                              # 3 x 3, and the plain grade
     separate = {r["model"]: r for r in tables["separate"]}
     assert (separate["model-a"]["visual_reports"], separate["model-a"]["visual_graded"]) == (2, 1)
     assert separate["model-a"]["visual_mean_score"] == pytest.approx(0.8333)
