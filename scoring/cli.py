@@ -9,6 +9,7 @@
     usdgrade visual --case CASE --submission DIR --grade OUT/grade.json --out OUT [--authorize] ...
     usdgrade physical --case CASE --submission DIR --out OUT [--python PY]
     usdgrade doctor [--case CASE --submission DIR --expect R]
+    usdgrade records ingest JOB_DIR... [--db URL] | report [--db URL] --out DIR | show EPISODE
 
 `grade` runs the very pytest session of `pytest checks ...` in this process:
 same outputs, same exit codes.
@@ -120,6 +121,9 @@ def main(argv: list[str] | None = None) -> int:
     from .doctor import add_parser as add_doctor_parser  # checks this installation
 
     add_doctor_parser(sub)
+    from records.cli import add_parser as add_records_parser  # episode records and the results report
+
+    add_records_parser(sub)
 
     args = parser.parse_args(argv)
     sys.path.insert(0, str(REPO_ROOT))

@@ -1,0 +1,317 @@
+"""The records store: open (create or migrate) and write episodes, grades and separate reports.
+
+The stable Python API (docs/records.md): ``open_store``, ``Store.upsert_episode``,
+``Store.upsert_grade``, ``Store.upsert_separate``, ``Store.has_grade``, ``Store.iter_episodes``,
+``Store.get_episode``, ``Store.grades``, ``Store.renumber_attempts``.
+
+Every write is an upsert on the natural key that leaves a row alone when its source digest is
+unchanged, so repeating an ingest changes nothing and reports ``unchanged``.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+
+from . import schema
+from .grades import check_rows, grade_columns, separate_columns
+
+DEFAULT_URL = "sqlite:///records.sqlite"
+
+
+class StoreError(Exception):
+    """The store cannot do what was asked (newer schema, unknown column, missing key)."""
+
+
+class Episode:
+    """One `episodes` row, read-only, one attribute per column."""
+
+    __slots__ = tuple(c.name for c in schema.episodes.columns)
+
+    def __init__(self, row: sa.Row):
+        for name in self.__slots__:
+            setattr(self, name, getattr(row, name))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__slots__}
+
+    def __repr__(self) -> str:
+        return f"Episode({self.episode_id!r}, model={self.model_name!r}, task={self.task_name!r})"
+
+
+def version_key(text: str | None) -> tuple:
+    """Versions in order: '0.10.2' after '0.9', numbers compared as numbers, other parts as text."""
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"[.\-+]", text or ""))
+
+
+def start_key(text: str | None) -> tuple:
+    """A start time for ordering: ISO-8601 parsed to UTC (naive read as UTC); unparsable ones last, as text."""
+    if text:
+        try:
+            moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            return (1, 0.0, text)
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=timezone.utc)
+        return (0, moment.timestamp(), "")
+    return (2, 0.0, "")
+
+
+def canonical_digest(value: Any) -> str:
+    """sha256 of a JSON value written canonically (sorted keys, no spaces)."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def normalise_url(url: str | Path | None) -> str:
+    """None: the default SQLite file; a bare path: a SQLite file; else a SQLAlchemy URL."""
+    if url is None:
+        return DEFAULT_URL
+    text = str(url)
+    if "://" in text:
+        return text
+    return f"sqlite:///{Path(text)}"
+
+
+def open_store(url: str | Path | None = None) -> "Store":
+    """Open the store at ``url``, creating the tables or migrating an older schema."""
+    return Store(normalise_url(url))
+
+
+def _sqlite_pragmas(dbapi_connection, _record) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")      # readers never block the one writer
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA busy_timeout=30000")    # a second writer waits instead of failing
+    cursor.close()
+
+
+class Store:
+    def __init__(self, url: str):
+        self.url = url
+        self.engine = sa.create_engine(url, future=True)
+        self.dialect = self.engine.dialect.name
+        if self.dialect == "sqlite":
+            sa.event.listen(self.engine, "connect", _sqlite_pragmas)
+        elif self.dialect != "postgresql":
+            raise StoreError(f"unsupported database {self.dialect!r}: use SQLite or PostgreSQL")
+        self._connection: sa.Connection | None = None
+        self._migrate()
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sa.Connection]:
+        """Group writes: every call inside shares one transaction (committed at the end)."""
+        if self._connection is not None:
+            yield self._connection
+            return
+        with self.engine.begin() as connection:
+            self._connection = connection
+            try:
+                yield connection
+            finally:
+                self._connection = None
+
+    def schema_version(self) -> int:
+        with self.engine.connect() as connection:
+            return self._read_version(connection)
+
+    def _read_version(self, connection: sa.Connection) -> int:
+        if not sa.inspect(connection).has_table("meta"):
+            return 0
+        value = connection.execute(sa.select(schema.meta.c.value)
+                                   .where(schema.meta.c.key == "schema_version")).scalar()
+        return int(value) if value is not None else 0
+
+    def _migrate(self) -> None:
+        with self.engine.begin() as connection:
+            if self.dialect == "postgresql":    # two processes opening a new store: one migrates
+                connection.execute(sa.text("SELECT pg_advisory_xact_lock(731804)"))
+            version = self._read_version(connection)
+            if version > schema.SCHEMA_VERSION:
+                raise StoreError(f"the store at {self.url} has schema {version}, newer than this "
+                                 f"verifier's {schema.SCHEMA_VERSION}: upgrade the verifier")
+            for step in range(version + 1, schema.SCHEMA_VERSION + 1):
+                schema.MIGRATIONS[step](connection)
+            if version < schema.SCHEMA_VERSION:
+                self._upsert(connection, schema.meta, {"key": "schema_version",
+                                                       "value": str(schema.SCHEMA_VERSION)},
+                             key=["key"], compare=None)
+            self._check_columns(connection)
+
+    def _check_columns(self, connection: sa.Connection) -> None:
+        """Refuse a store whose tables lack a column this schema version has (another build wrote it)."""
+        inspector = sa.inspect(connection)
+        for table in schema.metadata.sorted_tables:
+            present = {c["name"] for c in inspector.get_columns(table.name)}
+            missing = sorted(set(table.c.keys()) - present)
+            if missing:
+                raise StoreError(f"the store at {self.url} claims schema {schema.SCHEMA_VERSION} but its table "
+                                 f"{table.name} lacks {', '.join(missing)}: it was not written by this schema")
+
+    # -- the one upsert -----------------------------------------------------------------------
+    def _insert(self):
+        return postgresql.insert if self.dialect == "postgresql" else sqlite.insert
+
+    def _upsert(self, connection: sa.Connection, table: sa.Table, row: dict, *, key: list[str],
+                compare: str | None = "record_digest") -> str:
+        """Insert ``row`` or update it in place; with ``compare``, an equal digest writes nothing."""
+        existing = connection.execute(
+            sa.select(table.c[compare] if compare else sa.literal(1))
+            .where(*(table.c[k] == row[k] for k in key))).first()
+        if existing is not None and compare and existing[0] == row[compare]:
+            return "unchanged"
+        statement = self._insert()(table).values(**row)
+        updates = {name: statement.excluded[name] for name in row if name not in key}
+        statement = statement.on_conflict_do_update(index_elements=key, set_=updates)
+        connection.execute(statement)
+        return "inserted" if existing is None else "updated"
+
+    # -- writes -------------------------------------------------------------------------------
+    def upsert_episode(self, fields: dict) -> str:
+        """Insert or update one episode; ``fields`` must hold ``episode_id`` and ``source``."""
+        unknown = set(fields) - set(schema.episodes.c.keys())
+        if unknown:
+            raise StoreError(f"unknown episode fields: {sorted(unknown)}")
+        if not fields.get("episode_id") or not fields.get("source"):
+            raise StoreError("an episode needs episode_id and source")
+        row = {name: fields.get(name) for name in schema.episodes.c.keys() if name != "record_digest"}
+        digest_fields = {k: v for k, v in row.items() if k != "attempt"}
+        row["record_digest"] = canonical_digest(digest_fields)
+        with self.transaction() as connection:
+            if fields.get("attempt") is None:        # keep a numbering computed earlier
+                row.pop("attempt")
+            return self._upsert(connection, schema.episodes, row, key=["episode_id"])
+
+    def _require_episode(self, connection: sa.Connection, episode_id: str) -> None:
+        found = connection.execute(sa.select(schema.episodes.c.episode_id)
+                                   .where(schema.episodes.c.episode_id == episode_id)).first()
+        if found is None:
+            raise StoreError(f"no episode {episode_id!r}: write the episode first")
+
+    def upsert_grade(self, episode_id: str, grade: dict, *, origin: str = "harbor",
+                     record_digest: str | None = None) -> str:
+        """Store a parsed grade.json for ``episode_id``; replaces that grade's checks."""
+        try:
+            columns = grade_columns(grade)
+        except ValueError as error:
+            raise StoreError(str(error)) from None
+        row = {"episode_id": episode_id, "origin": origin, **columns,
+               "record_digest": record_digest or canonical_digest(grade), "grade_json": grade}
+        key = ["episode_id", "scoring_version", "verifier_version"]
+        with self.transaction() as connection:
+            self._require_episode(connection, episode_id)
+            outcome = self._upsert(connection, schema.grades, row, key=key)
+            if outcome != "unchanged":
+                where = [schema.checks.c[k] == row[k] for k in key]
+                connection.execute(sa.delete(schema.checks).where(*where))
+                rows = check_rows(grade)
+                for item in rows:
+                    item.update({k: row[k] for k in key})
+                if rows:
+                    connection.execute(sa.insert(schema.checks), rows)
+            return outcome
+
+    def upsert_separate(self, kind: str, episode_id: str, record: dict, *,
+                        record_digest: str | None = None) -> str:
+        """Store a visual.json or physical.json record (``kind`` = "visual" | "physical")."""
+        if kind not in schema.SEPARATE_TABLES:
+            raise StoreError(f"unknown separate grade {kind!r}: visual or physical")
+        try:
+            columns = separate_columns(kind, record)
+        except ValueError as error:
+            raise StoreError(str(error)) from None
+        row = {"episode_id": episode_id, **columns,
+               "record_digest": record_digest or canonical_digest(record), "record": record}
+        with self.transaction() as connection:
+            self._require_episode(connection, episode_id)
+            return self._upsert(connection, schema.SEPARATE_TABLES[kind], row,
+                                key=["episode_id", "grader_version"])
+
+    def renumber_attempts(self) -> int:
+        """Number the trials of each (task, agent, model) 1, 2, ... by start time, then trial name."""
+        e = schema.episodes
+        with self.transaction() as connection:
+            rows = connection.execute(sa.select(e.c.episode_id, e.c.task_name, e.c.agent_name,
+                                                e.c.model_name, e.c.started_at, e.c.trial_name,
+                                                e.c.attempt)).all()
+            groups: dict[tuple, list] = {}
+            for r in rows:
+                groups.setdefault((r.task_name, r.agent_name, r.model_name), []).append(r)
+            changed = 0
+            for members in groups.values():
+                members.sort(key=lambda r: (start_key(r.started_at), r.trial_name or "", r.episode_id))
+                for index, r in enumerate(members, start=1):
+                    if r.attempt != index:
+                        connection.execute(sa.update(e).where(e.c.episode_id == r.episode_id)
+                                           .values(attempt=index))
+                        changed += 1
+            return changed
+
+    # -- reads --------------------------------------------------------------------------------
+    def iter_episodes(self, where: dict | None = None) -> Iterator[Episode]:
+        """Episodes matching equality filters (a list or tuple value means any of), by id."""
+        e = schema.episodes
+        query = sa.select(e).order_by(e.c.episode_id)
+        for name, value in (where or {}).items():
+            if name not in e.c:
+                raise StoreError(f"unknown episode column {name!r}")
+            column = e.c[name]
+            if isinstance(value, (list, tuple, set)):
+                query = query.where(column.in_(list(value)))
+            elif value is None:
+                query = query.where(column.is_(None))
+            else:
+                query = query.where(column == value)
+        with self.engine.connect() as connection:
+            rows = connection.execute(query).all()
+        for row in rows:
+            yield Episode(row)
+
+    def get_episode(self, episode_id: str) -> Episode | None:
+        return next(self.iter_episodes({"episode_id": episode_id}), None)
+
+    def has_grade(self, episode_id: str, scoring_version: str | None = None,
+                  verifier_version: str | None = None) -> bool:
+        g = schema.grades
+        query = sa.select(g.c.episode_id).where(g.c.episode_id == episode_id)
+        if scoring_version is not None:
+            query = query.where(g.c.scoring_version == scoring_version)
+        if verifier_version is not None:
+            query = query.where(g.c.verifier_version == verifier_version)
+        with self.engine.connect() as connection:
+            return connection.execute(query.limit(1)).first() is not None
+
+    def grades(self, episode_id: str) -> list[dict]:
+        """The episode's grades, oldest first: by scoring then verifier version (numbers as numbers)."""
+        g = schema.grades
+        with self.engine.connect() as connection:
+            rows = [dict(r._mapping) for r in connection.execute(sa.select(g).where(g.c.episode_id == episode_id))]
+        return sorted(rows, key=lambda r: (version_key(r["scoring_version"]), version_key(r["verifier_version"])))
+
+    def rows(self, table: sa.Table, *where) -> list[dict]:
+        """Every row of ``table`` (optionally filtered), in primary-key order, as dicts."""
+        with self.engine.connect() as connection:
+            query = sa.select(table).where(*where).order_by(*table.primary_key.columns)
+            return [dict(r._mapping) for r in connection.execute(query).all()]
+
+    def counts(self) -> dict[str, int]:
+        with self.engine.connect() as connection:
+            return {t.name: connection.execute(sa.select(sa.func.count()).select_from(t)).scalar_one()
+                    for t in schema.metadata.sorted_tables if t.name != "meta"}
