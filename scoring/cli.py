@@ -8,8 +8,8 @@
     usdgrade visual --case CASE --submission DIR --grade OUT/grade.json --out OUT [--authorize] ...
     usdgrade physical --case CASE --submission DIR --out OUT [--python PY]
 
-`grade` runs the very pytest session of `pytest checks ...` in this process:
-same outputs, same exit codes.
+`grade` runs the pytest session of `pytest checks ...` sealed (scoring/sealed.py) in an
+isolated child interpreter: same outputs, same exit codes.
 """
 from __future__ import annotations
 
@@ -22,15 +22,14 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def grade(args: argparse.Namespace) -> int:
-    import pytest
+    import subprocess
 
-    argv = [str(REPO_ROOT / "checks"), "--rootdir", str(REPO_ROOT), "-p", "no:cacheprovider",
-            "--case", args.case, "--submission", args.submission, "--out", args.out, "-q"]
-    if args.n:
-        argv += ["-n", str(args.n)]
-    if args.k:
-        argv += ["-k", args.k]
-    return int(pytest.main(argv))
+    from .sealed import command
+
+    # The sealed session (scoring/sealed.py), in an isolated child interpreter: nothing in the
+    # submission, the current folder or the environment takes part in the grade.
+    argv = command(sys.executable, args.case, args.submission, args.out, workers=args.n, select=args.k)
+    return subprocess.run(argv).returncode
 
 
 def inject_command(args: argparse.Namespace) -> int:
@@ -108,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="usdgrade", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("grade", help="grade a submission (the pytest session, in process)")
+    p = sub.add_parser("grade", help="grade a submission (the sealed pytest session)")
     p.add_argument("submission")
     p.add_argument("--case", required=True)
     p.add_argument("--out", required=True)

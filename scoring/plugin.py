@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from .session import GradingSession
 
 GATES_DIR = Path(__file__).resolve().parent.parent / "gates"
+CHECKS_DIR = GATES_DIR.parent / "checks"
 
 
 @dataclass
@@ -108,6 +109,10 @@ def pytest_configure(config: pytest.Config) -> None:
     # json-report is our record of every test; our own files are the outputs.
     config.option.json_report = True
     config.option.json_report_file = None
+    if config.args_source != pytest.Config.ArgsSource.ARGS:
+        # `pytest --case=...` with no test path (an installed verifier, from any folder): the
+        # grade's tests are the verifier's own, never whatever lies in the current folder.
+        config.args[:] = [str(CHECKS_DIR)]
     if not any(Path(a.split("::")[0]).resolve() == GATES_DIR for a in config.args):
         config.args.append(str(GATES_DIR))
 
