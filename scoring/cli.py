@@ -7,6 +7,7 @@
     usdgrade explain OUT/grade.json
     usdgrade visual --case CASE --submission DIR --grade OUT/grade.json --out OUT [--authorize] ...
     usdgrade physical --case CASE --submission DIR --out OUT [--python PY]
+    usdgrade task CASE --out TASK_DIR | usdgrade task --cases DIR --out DATASET
 
 `grade` runs the pytest session of `pytest checks ...` sealed (scoring/sealed.py) in an
 isolated child interpreter: same outputs, same exit codes.
@@ -142,6 +143,10 @@ def main(argv: list[str] | None = None) -> int:
     from physical.cli import add_parser as add_physical_parser  # the physical grade: separate from the reward
 
     add_physical_parser(sub)
+
+    from profiles.task import add_parser as add_task_parser  # Harbor task folders from frozen cases
+
+    add_task_parser(sub)
 
     args = parser.parse_args(argv)
     sys.path.insert(0, str(REPO_ROOT))
