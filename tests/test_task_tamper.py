@@ -51,7 +51,7 @@ echo 1.0 > /logs/verifier/reward.txt
 mkdir -p /logs/verifier/planted && echo x > /logs/verifier/planted/file
 # A process that keeps rewriting the reward, and one that waits for the grade to end.
 nohup bash -c 'while true; do echo "{\"authored_usd\": 1.0}" > /logs/verifier/reward.json; sleep 0.2; done' >/dev/null 2>&1 &
-nohup bash -c 'sleep 25; echo "{\"authored_usd\": 1.0}" > /logs/verifier/reward.json; echo 1.0 > /logs/verifier/reward.txt' >/dev/null 2>&1 &
+nohup bash -c 'until [ -e /pwned-status/exit ]; do sleep 0.2; done; echo "{\"authored_usd\": 1.0}" > /logs/verifier/reward.json; echo 1.0 > /logs/verifier/reward.txt' >/dev/null 2>&1 &
 # Variables a login shell would pick up from profile files the agent can write.
 export USDGRADE_SUBMISSION=/tests/case/reference USDGRADE_OUT=/pwned/out USDGRADE_PYTHON=/bin/false
 export PYTEST_ADDOPTS='-p pwned_plugin' PYTEST_PLUGINS=pwned_plugin PYTHONPATH=/app PYTHONSTARTUP=/app/conftest.py
@@ -60,7 +60,7 @@ sleep 1
 # Harbor runs the verifier's entry point with its output in the verifier log folder.
 bash /tests/test.sh > /logs/verifier/test-stdout.txt 2>&1
 echo "test.sh exit $?" > /pwned-status/exit
-sleep 30   # time for any survivor to act
+sleep 3   # time for any survivor to act
 """
 
 OUTER_SCRIPT = r"""
