@@ -136,3 +136,20 @@ def test_harbor_lint_finds_nothing_in_a_generated_dataset(tmp_path):
     assert tasks
     for task in tasks:
         assert harbor_lint(task) == [], task
+
+
+def test_usdgrade_task_refuses_a_folder_that_is_not_a_task_and_a_tampered_case(tmp_path, capsys):
+    from scoring.cli import main
+
+    out = tmp_path / "not-a-task"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    assert main(["task", str(FIXTURE_CASE), "--out", str(out)]) == 1
+    assert (out / "keep.txt").read_text() == "mine"
+    case = tmp_path / "case"
+    shutil.copytree(FIXTURE_CASE, case)
+    layer = next(p for p in (case / "reference").rglob("*.usda"))
+    layer.write_text(layer.read_text() + "\n")
+    assert main(["task", str(case), "--out", str(tmp_path / "task")]) == 1
+    assert not (tmp_path / "task").exists()
+    assert "digest" in capsys.readouterr().err
