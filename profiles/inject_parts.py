@@ -127,13 +127,18 @@ def component_reshaped(stage, target, rng, dirty) -> str:
     return f"scaled by {factors}"
 
 
-def _author_local_pose(spec: Sdf.PrimSpec, local: Gf.Matrix4d) -> None:
-    """The pose as translate, orient and scale ops (the ops assets use; a matrix op would stand out)."""
+def _author_local_pose(spec: Sdf.PrimSpec, local: Gf.Matrix4d, had: set[str]) -> None:
+    """The pose as the plain ops assets use (a matrix op would stand out): translate, then orient and
+    scale only where the pose needs them or the body had them."""
     pose = Gf.Transform(local)
-    rotation = pose.GetRotation().GetQuat()
-    values = (("xformOp:translate", Sdf.ValueTypeNames.Double3, Gf.Vec3d(pose.GetTranslation())),
-              ("xformOp:orient", Sdf.ValueTypeNames.Quatf, Gf.Quatf(rotation.GetReal(), Gf.Vec3f(rotation.GetImaginary()))),
-              ("xformOp:scale", Sdf.ValueTypeNames.Float3, Gf.Vec3f(pose.GetScale())))
+    rotation = pose.GetRotation()
+    scale = pose.GetScale()
+    values = [("xformOp:translate", Sdf.ValueTypeNames.Double3, Gf.Vec3d(pose.GetTranslation()))]
+    if abs(rotation.GetAngle()) > 1e-9 or "xformOp:orient" in had:
+        quat = rotation.GetQuat()
+        values.append(("xformOp:orient", Sdf.ValueTypeNames.Quatf, Gf.Quatf(quat.GetReal(), Gf.Vec3f(quat.GetImaginary()))))
+    if any(abs(c - 1.0) > 1e-9 for c in scale) or "xformOp:scale" in had:
+        values.append(("xformOp:scale", Sdf.ValueTypeNames.Float3, Gf.Vec3f(scale)))
     for name, type_name, value in values:
         Sdf.AttributeSpec(spec, name, type_name).default = value
     Sdf.AttributeSpec(spec, "xformOpOrder", Sdf.ValueTypeNames.TokenArray,
@@ -235,6 +240,7 @@ def body_hierarchy(stage, target, rng, dirty) -> str:
     if stage.GetPrimAtPath(new_path):
         raise InjectionError(f"{new_path} already exists")
 
+    had_ops = set(_op_order(body))
     root = stage.GetRootLayer()
     flat = stage.Flatten()
     edit = Sdf.BatchNamespaceEdit()
@@ -246,7 +252,7 @@ def body_hierarchy(stage, target, rng, dirty) -> str:
     for name in list(spec.attributes.keys()):
         if name.startswith("xformOp:") or name == "xformOpOrder":
             spec.RemoveProperty(spec.attributes[name])
-    _author_local_pose(spec, world * parent_world.GetInverse())
+    _author_local_pose(spec, world * parent_world.GetInverse(), had_ops)
     text = _unmarked_prototypes(flat.ExportToString(), stage.GetDefaultPrim().GetName() or "Prototype")
     # Flatten anchors asset paths to absolute ones: make them relative to the root layer again.
     package = root.realPath.rsplit("/", 1)[0]

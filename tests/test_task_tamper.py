@@ -82,6 +82,7 @@ mount --bind "$VERIFIER" "$R/opt/usdgrade/verifier"
 mount --bind "$VENV" "$R/opt/usdgrade/venv"
 mount --bind "$PWNED" "$R/pwned"
 mount --bind "$STATUS" "$R/pwned-status"
+if [ -n "${APP_LINK:-}" ]; then umount "$R/app"; rmdir "$R/app"; ln -s "$APP_LINK" "$R/app"; fi
 exec chroot "$R" /bin/bash -c "$AGENT_SCRIPT"
 """
 
@@ -125,13 +126,13 @@ def layout(tmp_path):
     return folders
 
 
-def test_every_planted_door_leaves_the_unrepaired_input_at_zero(layout):
+def run_attack(layout, app_link: str = "") -> tuple[dict, str]:
     env = {
         "PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "ROOTFS": str(layout["rootfs"]), "APP": str(layout["app"]),
         "TESTS": str(layout["tests"]), "LOGS": str(layout["logs"]), "VERIFIER": str(layout["verifier"]),
         "VENV": sys.prefix, "PWNED": str(layout["pwned"]), "STATUS": str(layout["status"]),
         "AGENT_SCRIPT": AGENT_SCRIPT, "PAYLOAD_VERIFIER": PAYLOAD.format(name="verifier-conftest"),
-        "PAYLOAD_OUT": PAYLOAD.format(name="out-conftest"),
+        "PAYLOAD_OUT": PAYLOAD.format(name="out-conftest"), "APP_LINK": app_link,
     }
     r = subprocess.run(["unshare", "-m", "-p", "-f", "--mount-proc", "bash", "-c", OUTER_SCRIPT], env=env,
                        capture_output=True, text=True, timeout=600)
@@ -140,6 +141,15 @@ def test_every_planted_door_leaves_the_unrepaired_input_at_zero(layout):
     assert (layout["status"] / "exit").read_text().strip() == "test.sh exit 0", r.stderr[-2000:] + log[-3000:]
     assert sorted(os.listdir(logs)) == ["grade.json", "reward.json", "test-stdout.txt"], log[-2000:]
     assert read_json(logs / "reward.json") == {"authored_usd": 0.0}
-    grade = read_json(logs / "grade.json")
-    assert grade["status"] == "graded" and grade["authored_usd"] == 0.0, json.dumps(grade)[:2000]
     assert sorted(os.listdir(layout["pwned"])) == [], "planted code ran"
+    return read_json(logs / "grade.json"), log
+
+
+def test_every_planted_door_leaves_the_unrepaired_input_at_zero(layout):
+    grade, _ = run_attack(layout)
+    assert grade["status"] == "graded" and grade["authored_usd"] == 0.0, json.dumps(grade)[:2000]
+
+
+def test_a_submission_that_is_a_link_to_the_reference_is_an_empty_package(layout):
+    grade, _ = run_attack(layout, app_link="/tests/case/reference")
+    assert grade["status"] == "invalid" and grade["authored_usd"] == 0.0, json.dumps(grade)[:2000]

@@ -61,10 +61,12 @@ WORK=$(mktemp -d /tmp/usdgrade.XXXXXXXX) || exit 3
 trap 'rm -rf -- "$WORK"' EXIT
 mkdir "$WORK/out" "$WORK/tmp"
 status=0
-if [ -d "$SUBMISSION" ]; then
+if [ -d "$SUBMISSION" ] && [ ! -L "$SUBMISSION" ]; then
     cp -a -- "$SUBMISSION" "$WORK/submission" || status=3
 else
-    mkdir "$WORK/submission"   # nothing submitted: graded as an empty (invalid) package
+    # Nothing submitted, or a link to somewhere else (the case's reference...): graded as an
+    # empty package, which is invalid.
+    mkdir "$WORK/submission"
 fi
 
 # 4. The grade: the verifier's interpreter, isolated (-I -B), with an empty environment, reading
