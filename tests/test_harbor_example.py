@@ -10,7 +10,6 @@ import subprocess
 import tomllib
 from pathlib import Path
 
-import pytest
 
 from harbor_task_support import CASE, ROOT, TASK, local_test_sh, read_json, run_script, tree_differences, unavailable
 from profiles.task import TIME_LIMIT_S, render_test_sh, write_task

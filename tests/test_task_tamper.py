@@ -72,7 +72,7 @@ for d in /bin /sbin /lib /lib32 /lib64 /libx32 /usr /etc /root /work /dev; do
     elif [ -d "$d" ]; then mkdir -p "$R$d"; mount --rbind "$d" "$R$d"; fi
 done
 mkdir -p "$R/proc" "$R/tmp" "$R/app" "$R/tests" "$R/logs/verifier" "$R/opt/usdgrade/verifier" \
-         "$R/opt/usdgrade/venv" "$R/pwned" "$R/pwned-status"
+         "$R/opt/usdgrade/venv" "$R/pwned" "$R/pwned-status" "$R/solution"
 chmod 1777 "$R/tmp"
 mount -t proc proc "$R/proc"
 mount --bind "$APP" "$R/app"
@@ -82,6 +82,7 @@ mount --bind "$VERIFIER" "$R/opt/usdgrade/verifier"
 mount --bind "$VENV" "$R/opt/usdgrade/venv"
 mount --bind "$PWNED" "$R/pwned"
 mount --bind "$STATUS" "$R/pwned-status"
+mount --bind "$SOLUTION" "$R/solution"
 if [ -n "${APP_LINK:-}" ]; then umount "$R/app"; rmdir "$R/app"; ln -s "$APP_LINK" "$R/app"; fi
 exec chroot "$R" /bin/bash -c "$AGENT_SCRIPT"
 """
@@ -126,12 +127,19 @@ def layout(tmp_path):
     return folders
 
 
-def run_attack(layout, app_link: str = "") -> tuple[dict, str]:
+ORACLE_SCRIPT = r"""
+bash /solution/solve.sh
+bash /tests/test.sh > /logs/verifier/test-stdout.txt 2>&1
+echo "test.sh exit $?" > /pwned-status/exit
+"""
+
+
+def run_attack(layout, app_link: str = "", agent_script: str = AGENT_SCRIPT, reward: float = 0.0) -> tuple[dict, str]:
     env = {
         "PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "ROOTFS": str(layout["rootfs"]), "APP": str(layout["app"]),
         "TESTS": str(layout["tests"]), "LOGS": str(layout["logs"]), "VERIFIER": str(layout["verifier"]),
         "VENV": sys.prefix, "PWNED": str(layout["pwned"]), "STATUS": str(layout["status"]),
-        "AGENT_SCRIPT": AGENT_SCRIPT, "PAYLOAD_VERIFIER": PAYLOAD.format(name="verifier-conftest"),
+        "SOLUTION": str(TASK / "solution"), "AGENT_SCRIPT": agent_script, "PAYLOAD_VERIFIER": PAYLOAD.format(name="verifier-conftest"),
         "PAYLOAD_OUT": PAYLOAD.format(name="out-conftest"), "APP_LINK": app_link,
     }
     r = subprocess.run(["unshare", "-m", "-p", "-f", "--mount-proc", "bash", "-c", OUTER_SCRIPT], env=env,
@@ -140,7 +148,7 @@ def run_attack(layout, app_link: str = "") -> tuple[dict, str]:
     log = (logs / "test-stdout.txt").read_text() if (logs / "test-stdout.txt").exists() else ""
     assert (layout["status"] / "exit").read_text().strip() == "test.sh exit 0", r.stderr[-2000:] + log[-3000:]
     assert sorted(os.listdir(logs)) == ["grade.json", "reward.json", "test-stdout.txt"], log[-2000:]
-    assert read_json(logs / "reward.json") == {"authored_usd": 0.0}
+    assert read_json(logs / "reward.json") == {"authored_usd": reward}
     assert sorted(os.listdir(layout["pwned"])) == [], "planted code ran"
     return read_json(logs / "grade.json"), log
 
@@ -153,3 +161,9 @@ def test_every_planted_door_leaves_the_unrepaired_input_at_zero(layout):
 def test_a_submission_that_is_a_link_to_the_reference_is_an_empty_package(layout):
     grade, _ = run_attack(layout, app_link="/tests/case/reference")
     assert grade["status"] == "invalid" and grade["authored_usd"] == 0.0, json.dumps(grade)[:2000]
+
+
+def test_the_oracle_solution_scores_one(layout):
+    """Harbor's oracle agent runs solution/solve.sh in the agent's container (planted files and all)."""
+    grade, _ = run_attack(layout, agent_script=ORACLE_SCRIPT, reward=1.0)
+    assert grade["status"] == "graded" and grade["objective_success"] is True
