@@ -265,7 +265,12 @@ def redundant_constraint(stage, target, rng, dirty) -> str:
             spec = s
             break
     parent = spec.path.GetParentPath()
-    name = f"{spec.name}_redundant"
+    # A plain numbered sibling name (no word that names the fault).
+    n = 1
+    while spec.layer.GetPrimAtPath(parent.AppendChild(f"{spec.name}_{n}")) or \
+            stage.GetPrimAtPath(prim.GetPath().GetParentPath().AppendChild(f"{spec.name}_{n}")):
+        n += 1
+    name = f"{spec.name}_{n}"
     Sdf.CopySpec(spec.layer, spec.path, spec.layer, parent.AppendChild(name))
     _dirty(dirty, spec.layer)
     copied = stage.GetPrimAtPath(prim.GetPath().GetParentPath().AppendChild(name))
@@ -645,8 +650,9 @@ def physics_material(stage, target, rng, dirty) -> str:
             notes.append(f"{mpath} edited in place: " + ", ".join(f"{n}={v:g}" for n, v in values.items()))
             continue
         anchor = mprim if mprim is not None else body
-        new_spec, new_path = _new_prim_spec(stage, anchor, f"{(mprim or body).GetName()}_{body.GetName()}_fault"
-                                            if mprim is not None else "PhysicsMaterial_fault")
+        # Named from words the package already has: the name must not point at the fault.
+        new_spec, new_path = _new_prim_spec(stage, anchor, f"{mprim.GetName()}_{body.GetName()}"
+                                            if mprim is not None else f"{body.GetName()}_material")
         new_spec.typeName = "Material"
         schemas = list(mprim.GetAppliedSchemas()) if mprim is not None else []
         if "PhysicsMaterialAPI" not in schemas:
@@ -757,10 +763,12 @@ def broken_asset_path(stage, target, rng, dirty) -> str:
         for arc in _arcs(layer):
             old = arc[4]
             stem = Path(old.split("[", 1)[0]).name or "asset"
-            missing, n = f"./missing_{stem}", 1
-            while (Path(layer.realPath).parent / missing).exists():
+            # A path to nothing made of the arc's own words (the file's folder repeated): no "missing_".
+            folder = Path(old.split("[", 1)[0]).parent.name or Path(stem).stem
+            missing, n = f"./{folder}/{stem}", 1
+            while (Path(layer.realPath).parent / missing).exists() or missing == old:
                 n += 1
-                missing = f"./missing_{n}_{stem}"
+                missing = "./" + "/".join([folder] * n + [stem])
             _set_arc(layer, arc, missing)
             try:
                 errors = len(stage.GetCompositionErrors())

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
 
@@ -9,7 +10,6 @@ from stage_snapshot.parts import is_visible
 
 from .inject import InjectionError, _asset_size_units, _own_colliders, set_api_schemas, set_attribute
 
-INJECTED_OP = "xformOp:{kind}:injected"
 
 
 def _component(stage: Usd.Stage, target: str) -> Usd.Prim:
@@ -19,13 +19,66 @@ def _component(stage: Usd.Stage, target: str) -> Usd.Prim:
     return prim
 
 
-def _append_op(prim: Usd.Prim, kind: str, value, type_name, dirty: set) -> None:
-    """Add an xform op at the end of the prim's op order (applied first, in its local frame)."""
-    name = INJECTED_OP.format(kind=kind)
+def _op_order(prim: Usd.Prim) -> list[str]:
     order_attr = prim.GetAttribute("xformOpOrder")
-    order = list(order_attr.Get() or []) if order_attr else []
+    return list(order_attr.Get() or []) if order_attr else []
+
+
+def _existing_op(prim: Usd.Prim, name: str) -> Usd.Attribute | None:
+    attr = prim.GetAttribute(name)
+    return attr if name in _op_order(prim) and attr and attr.Get() is not None else None
+
+
+def _add_op(prim: Usd.Prim, name: str, value, type_name, dirty: set) -> None:
+    """A plain op (no suffix: an injected input names nothing its reference lacks) at the end of the
+    prim's op order (applied first, in its local frame)."""
     set_attribute(prim, name, value, type_name, dirty)
-    set_attribute(prim, "xformOpOrder", order + [name], Sdf.ValueTypeNames.TokenArray, dirty)
+    set_attribute(prim, "xformOpOrder", _op_order(prim) + [name], Sdf.ValueTypeNames.TokenArray, dirty)
+
+
+def _translate(prim: Usd.Prim, offset: Gf.Vec3d, dirty: set) -> None:
+    attr = _existing_op(prim, "xformOp:translate")
+    if attr is None:
+        _add_op(prim, "xformOp:translate", offset, Sdf.ValueTypeNames.Double3, dirty)
+        return
+    old = attr.Get()
+    set_attribute(prim, attr.GetName(), type(old)(*(old[i] + offset[i] for i in range(3))), attr.GetTypeName(), dirty)
+
+
+def _stage_uses_op(stage: Usd.Stage, name: str) -> bool:
+    return any(name in _op_order(p) for p in stage.Traverse())
+
+
+def _rotate(prim: Usd.Prim, axis: int, degrees: float, dirty: set) -> None:
+    """Turn the prim about one local axis, in the rotation op it already has (or one its stage uses)."""
+    orient, euler = _existing_op(prim, "xformOp:orient"), _existing_op(prim, "xformOp:rotateXYZ")
+    unit = [Gf.Vec3d.XAxis(), Gf.Vec3d.YAxis(), Gf.Vec3d.ZAxis()][axis]
+    turn = Gf.Rotation(unit, degrees).GetQuat()
+    if orient is not None:
+        old = orient.Get()
+        quat_type, vec_type = (Gf.Quatf, Gf.Vec3f) if isinstance(old, Gf.Quatf) else (Gf.Quatd, Gf.Vec3d)
+        new = Gf.Quatd(old.GetReal(), Gf.Vec3d(old.GetImaginary())) * turn
+        value = quat_type(new.GetReal(), vec_type(new.GetImaginary()))
+        set_attribute(prim, orient.GetName(), value, orient.GetTypeName(), dirty)
+    elif euler is not None:
+        old = euler.Get()
+        angles = [old[i] + (degrees if i == axis else 0.0) for i in range(3)]
+        set_attribute(prim, euler.GetName(), type(old)(*angles), euler.GetTypeName(), dirty)
+    elif _stage_uses_op(prim.GetStage(), "xformOp:orient"):
+        _add_op(prim, "xformOp:orient", Gf.Quatf(turn.GetReal(), Gf.Vec3f(turn.GetImaginary())),
+                Sdf.ValueTypeNames.Quatf, dirty)
+    else:
+        angles = [degrees if i == axis else 0.0 for i in range(3)]
+        _add_op(prim, "xformOp:rotateXYZ", Gf.Vec3f(*angles), Sdf.ValueTypeNames.Float3, dirty)
+
+
+def _scale(prim: Usd.Prim, factors: tuple[float, float, float], dirty: set) -> None:
+    attr = _existing_op(prim, "xformOp:scale")
+    if attr is None:
+        _add_op(prim, "xformOp:scale", Gf.Vec3f(*factors), Sdf.ValueTypeNames.Float3, dirty)
+        return
+    old = attr.Get()
+    set_attribute(prim, attr.GetName(), type(old)(*(old[i] * factors[i] for i in range(3))), attr.GetTypeName(), dirty)
 
 
 def _random_unit(rng) -> tuple[float, float, float]:
@@ -43,14 +96,16 @@ def _local_scale(prim: Usd.Prim) -> float:
 def component_moved(stage, target, rng, dirty) -> str:
     prim = _component(stage, target)
     if rng.random() < 0.5:
-        distance = 0.1 * _asset_size_units(stage) / _local_scale(prim)
+        # Added to the prim's own translate op when it has one (in its parent's frame), else applied locally.
+        frame = prim.GetParent() if _existing_op(prim, "xformOp:translate") is not None else prim
+        distance = 0.1 * _asset_size_units(stage) / _local_scale(frame)
         offset = tuple(distance * c for c in _random_unit(rng))
-        _append_op(prim, "translate", Gf.Vec3d(*offset), Sdf.ValueTypeNames.Double3, dirty)
-        return f"translated by {distance:.4g} local units"
+        _translate(prim, Gf.Vec3d(*offset), dirty)
+        return f"translated by {distance:.4g} units"
     axis = rng.randrange(3)
     angles = [0.0, 0.0, 0.0]
     angles[axis] = rng.choice([-1, 1]) * rng.uniform(20.0, 60.0)
-    _append_op(prim, "rotateXYZ", Gf.Vec3f(*angles), Sdf.ValueTypeNames.Float3, dirty)
+    _rotate(prim, axis, angles[axis], dirty)
     return f"rotated by {angles[axis]:.1f} deg about {'XYZ'[axis]}"
 
 
@@ -68,8 +123,40 @@ def component_reshaped(stage, target, rng, dirty) -> str:
         return f"{max(1, len(points) // 4)} of {len(points)} points displaced by 30% of the part's extent"
     factors = [1.0, 1.0, 1.0]
     factors[rng.randrange(3)] = rng.choice([0.5, 1.6])
-    _append_op(prim, "scale", Gf.Vec3f(*factors), Sdf.ValueTypeNames.Float3, dirty)
+    _scale(prim, tuple(factors), dirty)
     return f"scaled by {factors}"
+
+
+def _author_local_pose(spec: Sdf.PrimSpec, local: Gf.Matrix4d, had: set[str]) -> None:
+    """The pose as the plain ops assets use (a matrix op would stand out): translate, then orient and
+    scale only where the pose needs them or the body had them."""
+    pose = Gf.Transform(local)
+    rotation = pose.GetRotation()
+    scale = pose.GetScale()
+    values = [("xformOp:translate", Sdf.ValueTypeNames.Double3, Gf.Vec3d(pose.GetTranslation()))]
+    if abs(rotation.GetAngle()) > 1e-9 or "xformOp:orient" in had:
+        quat = rotation.GetQuat()
+        values.append(("xformOp:orient", Sdf.ValueTypeNames.Quatf, Gf.Quatf(quat.GetReal(), Gf.Vec3f(quat.GetImaginary()))))
+    if any(abs(c - 1.0) > 1e-9 for c in scale) or "xformOp:scale" in had:
+        values.append(("xformOp:scale", Sdf.ValueTypeNames.Float3, Gf.Vec3f(scale)))
+    for name, type_name, value in values:
+        Sdf.AttributeSpec(spec, name, type_name).default = value
+    Sdf.AttributeSpec(spec, "xformOpOrder", Sdf.ValueTypeNames.TokenArray,
+                      variability=Sdf.VariabilityUniform).default = [name for name, _, _ in values]
+
+
+def _unmarked_prototypes(text: str, base: str) -> str:
+    """Flatten names instancing prototypes `Flattened_Prototype_N`: name them after the asset instead."""
+    n = 0
+    while "Flattened_Prototype_" in text:
+        start = text.index("Flattened_Prototype_") + len("Flattened_Prototype_")
+        number = re.match(r"\d+", text[start:]).group()
+        old = f"Flattened_Prototype_{number}"
+        n += 1
+        while f"{base}_{n}" in text:
+            n += 1
+        text = re.sub(rf"\b{old}\b", f"{base}_{n}", text)
+    return text
 
 
 def _body_colliders(stage: Usd.Stage, target: str) -> list[Usd.Prim]:
@@ -103,7 +190,7 @@ def collider_shrunk(stage, target, rng, dirty) -> str:
         raise InjectionError(f"every collider of {target} is also a visible part")
     bbox = UsdGeom.BBoxCache(Usd.TimeCode.Default(), [UsdGeom.Tokens.default_, UsdGeom.Tokens.guide, UsdGeom.Tokens.proxy, UsdGeom.Tokens.render])
     largest = max(hidden, key=lambda p: bbox.ComputeWorldBound(p).GetVolume())
-    _append_op(largest, "scale", Gf.Vec3f(0.5, 0.5, 0.5), Sdf.ValueTypeNames.Float3, dirty)
+    _scale(largest, (0.5, 0.5, 0.5), dirty)
     return f"collider {largest.GetPath()} scaled by 0.5"
 
 
@@ -153,6 +240,7 @@ def body_hierarchy(stage, target, rng, dirty) -> str:
     if stage.GetPrimAtPath(new_path):
         raise InjectionError(f"{new_path} already exists")
 
+    had_ops = set(_op_order(body))
     root = stage.GetRootLayer()
     flat = stage.Flatten()
     edit = Sdf.BatchNamespaceEdit()
@@ -164,11 +252,8 @@ def body_hierarchy(stage, target, rng, dirty) -> str:
     for name in list(spec.attributes.keys()):
         if name.startswith("xformOp:") or name == "xformOpOrder":
             spec.RemoveProperty(spec.attributes[name])
-    local = world * parent_world.GetInverse()
-    op = Sdf.AttributeSpec(spec, "xformOp:transform", Sdf.ValueTypeNames.Matrix4d)
-    op.default = local
-    Sdf.AttributeSpec(spec, "xformOpOrder", Sdf.ValueTypeNames.TokenArray, variability=Sdf.VariabilityUniform).default = ["xformOp:transform"]
-    text = flat.ExportToString()
+    _author_local_pose(spec, world * parent_world.GetInverse(), had_ops)
+    text = _unmarked_prototypes(flat.ExportToString(), stage.GetDefaultPrim().GetName() or "Prototype")
     # Flatten anchors asset paths to absolute ones: make them relative to the root layer again.
     package = root.realPath.rsplit("/", 1)[0]
     documentation = root.documentation

@@ -10,9 +10,10 @@
     usdgrade physical --case CASE --submission DIR --out OUT [--python PY]
     usdgrade doctor [--case CASE --submission DIR --expect R]
     usdgrade records ingest JOB_DIR... [--db URL] | report [--db URL] --out DIR | show EPISODE
+    usdgrade task CASE --out TASK_DIR | usdgrade task --cases DIR --out DATASET
 
-`grade` runs the very pytest session of `pytest checks ...` in this process:
-same outputs, same exit codes.
+`grade` runs the pytest session of `pytest checks ...` sealed (scoring/sealed.py) in an
+isolated child interpreter: same outputs, same exit codes.
 """
 from __future__ import annotations
 
@@ -27,18 +28,15 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def grade(args: argparse.Namespace) -> int:
-    import pytest
+    import subprocess
 
-    # -p: the plugin is loaded by name, so an installed package grades without the checkout's conftest.
-    argv = [str(REPO_ROOT / "checks"), "--rootdir", str(REPO_ROOT), "-p", "scoring.plugin", "-p", "no:cacheprovider",
-            "--case", args.case, "--submission", args.submission, "--out", args.out, "-q"]
-    if args.n:
-        argv += ["-n", str(args.n)]
-    if args.k:
-        argv += ["-k", args.k]
-    if args.trajectory:
-        argv += ["--trajectory", args.trajectory]
-    return int(pytest.main(argv))
+    from .sealed import command
+
+    # The sealed session (scoring/sealed.py), in an isolated child interpreter: nothing in the
+    # submission, the current folder or the environment takes part in the grade.
+    argv = command(sys.executable, args.case, args.submission, args.out, workers=args.n, select=args.k,
+                   trajectory=args.trajectory)
+    return subprocess.run(argv).returncode
 
 
 def explain_command(args: argparse.Namespace) -> int:
@@ -73,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="usdgrade", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("grade", help="grade a submission (the pytest session, in process)")
+    p = sub.add_parser("grade", help="grade a submission (the sealed pytest session)")
     p.add_argument("submission")
     p.add_argument("--case", required=True)
     p.add_argument("--out", required=True)
@@ -124,6 +122,9 @@ def main(argv: list[str] | None = None) -> int:
     from records.cli import add_parser as add_records_parser  # episode records and the results report
 
     add_records_parser(sub)
+    from profiles.task import add_parser as add_task_parser  # Harbor task folders from frozen cases
+
+    add_task_parser(sub)
 
     args = parser.parse_args(argv)
     sys.path.insert(0, str(REPO_ROOT))

@@ -128,6 +128,10 @@ def pytest_configure(config: pytest.Config) -> None:
     # json-report is our record of every test; our own files are the outputs.
     config.option.json_report = True
     config.option.json_report_file = None
+    if config.args_source != pytest.Config.ArgsSource.ARGS:
+        # `pytest --case=...` with no test path (an installed verifier, from any folder): the
+        # grade's tests are the verifier's own, never whatever lies in the current folder.
+        config.args[:] = [str(CHECKS_DIR)]
     if not any(Path(a.split("::")[0]).resolve() == GATES_DIR for a in config.args):
         config.args.append(str(GATES_DIR))
 

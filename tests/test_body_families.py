@@ -268,7 +268,7 @@ def test_fault_fails_its_checks_and_nothing_unrelated(asset, kind, target, colla
 def test_broken_asset_path_on_a_package_whose_arcs_all_carry_the_asset(tmp_path):
     """The cabinet's only arcs bring in its geometry or its physics: the least damaging is still a composition error."""
     done = break_package("cabinet_cm", [("broken_asset_path", "*")], tmp_path / "input")
-    assert "missing_" in done[0].note
+    assert "-> @./layers/layers/" in done[0].note  # a path to nothing, made of the arc's own words
     cmp = compare(reference("cabinet_cm"), snap(tmp_path / "input"))
     assert run(cmp, "composition", "errors", "*").passed is False
 
@@ -384,7 +384,7 @@ def test_partial_physics_material_repair(tmp_path):
     ref = reference("ant")
     before = input_errors(compare(ref, snap(tmp_path / "input")), "material", "physics", ANT_LEG)
     assert before["physics.restitution"] == pytest.approx(0.9)
-    copy = "/ant/Physics/PhysicsMaterial_front_left_leg_fault"
+    copy = "/ant/Physics/PhysicsMaterial_front_left_leg"
     partial = variants.copy_package(tmp_path / "input", tmp_path / "partial")
     author(partial, copy, "physics:restitution", 0.45)
     m = graded(compare(ref, snap(partial)), "material", "physics", ANT_LEG, before)

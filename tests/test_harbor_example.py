@@ -1,53 +1,157 @@
-"""examples/harbor-task: its tests/test.sh, run here with Harbor's paths redirected."""
+"""examples/harbor-task: the output of `usdgrade task`, its layout, and its test.sh run here
+(a copy rendered with this checkout's paths; the shipped one has fixed paths and no overrides)."""
 from __future__ import annotations
 
-import json
 import os
+import re
 import shutil
+import stat
 import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-TASK = ROOT / "examples" / "harbor-task"
-CASE = TASK / "tests" / "case"
+
+from harbor_task_support import CASE, ROOT, TASK, local_test_sh, read_json, run_script, tree_differences, unavailable
+from profiles.task import TIME_LIMIT_S, render_test_sh, write_task
+
+FIXTURE_CASE = ROOT / "fixtures" / "cases" / "cabinet_drawer_door"
 
 
-def run_test_sh(submission: Path, out: Path, time_limit: float | None = None) -> subprocess.CompletedProcess:
-    env = dict(os.environ, USDGRADE_HOME=str(ROOT), USDGRADE_CASE=str(CASE), USDGRADE_SUBMISSION=str(submission),
-               USDGRADE_OUT=str(out), USDGRADE_PYTHON=sys.executable)
-    if time_limit is not None:
-        env["USDGRADE_TIME_LIMIT"] = str(time_limit)
-    return subprocess.run(["bash", str(TASK / "tests" / "test.sh")], env=env, capture_output=True, text=True)
+def test_the_example_is_what_usdgrade_task_writes(tmp_path):
+    written = write_task(FIXTURE_CASE, tmp_path / "task")
+    differences = tree_differences(written, TASK)
+    assert not differences, f"re-generate: usdgrade task fixtures/cases/cabinet_drawer_door --out examples/harbor-task: {differences}"
+    for script in ("tests/test.sh", "solution/solve.sh"):
+        assert (TASK / script).stat().st_mode & stat.S_IXUSR, script
 
 
-def test_task_layout_and_internal_time_limit_below_the_verifier_timeout():
-    for part in ("task.toml", "instruction.md", "environment/Dockerfile", "tests/test.sh", "tests/case/profile.json"):
-        assert (TASK / part).exists(), part
-    timeout = tomllib.loads((TASK / "task.toml").read_text())["verifier"]["timeout_sec"]
-    default_limit = float((TASK / "tests" / "test.sh").read_text().split("USDGRADE_TIME_LIMIT:-")[1].split("}")[0])
-    assert default_limit < timeout
+def test_layout_keeps_the_verifier_case_and_outputs_out_of_the_agents_image():
+    config = tomllib.loads((TASK / "task.toml").read_text())
+    assert config["verifier"]["environment_mode"] == "separate"
+    assert config["agent"]["user"] not in ("root", "0")
+    # The submission, and the agent's trajectory for the closed-book rule (copied by the collect hook).
+    assert config["artifacts"] == ["/app", "/var/lib/usdgrade-trajectory"]
+    assert [c["user"] for c in config["verifier"]["collect"]] == ["root"]
+    assert read_json(CASE / "profile.json")["closed_book"] is True
+    assert TIME_LIMIT_S < config["verifier"]["timeout_sec"]
+    # The agent's image is built from environment/ alone: its Dockerfile and the broken input.
+    environment = TASK / "environment"
+    assert sorted(p.name for p in environment.iterdir()) == ["Dockerfile", "app"]
+    assert not tree_differences(environment / "app", CASE / "input")
+    dockerfile = (environment / "Dockerfile").read_text()
+    copies = [line.split()[-2] for line in dockerfile.splitlines() if line.startswith(("COPY", "ADD"))]
+    assert copies == ["app"], copies
+    for text in (dockerfile, (TASK / "tests" / "Dockerfile").read_text()):
+        assert re.search(r"^FROM \S+@sha256:[0-9a-f]{64}$", text, re.M), "base image not pinned by digest"
+    requirements = (TASK / "tests" / "requirements.txt").read_text().splitlines()
+    assert all(re.fullmatch(r"[a-z0-9.-]+==[\w.]+", line) for line in requirements if not line.startswith("#"))
+    # The oracle restores the reference; the reference and the case travel in tests/ and solution/ only.
+    assert not tree_differences(TASK / "solution" / "reference", CASE / "reference")
+
+
+def test_shipped_test_sh_has_fixed_paths_and_honours_no_override():
+    shipped = (TASK / "tests" / "test.sh").read_text()
+    assert shipped == render_test_sh()
+    assert "USDGRADE_" not in shipped and ":-" not in shipped
+    assert "\nend_other_processes\n" in shipped  # shared mode: the sweep runs in the shipped form
+    for fixed in ("VERIFIER=/opt/usdgrade/verifier", "PYTHON=/opt/usdgrade/venv/bin/python", "CASE=/tests/case",
+                  "SUBMISSION=/app", "OUT=/logs/verifier"):
+        assert f"\n{fixed}\n" in shipped, fixed
 
 
 def test_reference_in_app_scores_one(tmp_path):
-    r = run_test_sh(CASE / "reference", tmp_path / "logs")
+    out = tmp_path / "logs"
+    r = run_script(local_test_sh(tmp_path, CASE / "reference", out))
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
-    assert json.loads((tmp_path / "logs" / "reward.json").read_text()) == {"authored_usd": 1.0}
-    assert json.loads((tmp_path / "logs" / "grade.json").read_text())["status"] == "graded"
+    assert read_json(out / "reward.json") == {"authored_usd": 1.0}
+    assert read_json(out / "grade.json")["status"] == "graded"
+    assert sorted(p.name for p in out.iterdir()) == ["grade.json", "reward.json"]
 
 
-def test_unrepaired_input_scores_zero(tmp_path):
-    app = tmp_path / "app"
+def test_planted_outputs_and_environment_cannot_raise_the_unrepaired_input(tmp_path):
+    app, out = tmp_path / "app", tmp_path / "logs"
     shutil.copytree(CASE / "input", app)
-    r = run_test_sh(app, tmp_path / "logs")
-    assert r.returncode == 0
-    assert json.loads((tmp_path / "logs" / "reward.json").read_text()) == {"authored_usd": 0.0}
+    out.mkdir()
+    (out / "reward.json").write_text('{"authored_usd": 1.0}')
+    (out / "reward.txt").write_text("1.0")
+    (out / "conftest.py").write_text("raise SystemExit('planted')\n")
+    env = dict(os.environ, PYTEST_ADDOPTS="-p no:usdgrade --co", PYTHONPATH=str(app), PYTEST_PLUGINS="nothing",
+               USDGRADE_OUT=str(tmp_path / "elsewhere"), USDGRADE_SUBMISSION=str(CASE / "reference"))
+    r = run_script(local_test_sh(tmp_path, app, out), env=env)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert read_json(out / "reward.json") == {"authored_usd": 0.0}
+    assert read_json(out / "grade.json")["status"] == "graded"
+    assert sorted(p.name for p in out.iterdir()) == ["grade.json", "reward.json"]
 
 
 def test_a_grade_past_the_time_limit_still_writes_an_infrastructure_error(tmp_path):
-    r = run_test_sh(CASE / "reference", tmp_path / "logs", time_limit=0.2)
+    out = tmp_path / "logs"
+    r = run_script(local_test_sh(tmp_path, CASE / "reference", out, time_limit=0.2))
     assert r.returncode == 3
-    grade = json.loads((tmp_path / "logs" / "grade.json").read_text())
+    grade = read_json(out / "grade.json")
     assert grade["status"] == "infrastructure_error" and "time limit" in grade["infrastructure_error"]
-    assert json.loads((tmp_path / "logs" / "reward.json").read_text()) == {"authored_usd": 0.0}
+    assert read_json(out / "reward.json") == {"authored_usd": 0.0}
+
+
+def test_a_verifier_that_cannot_start_leaves_the_fallback(tmp_path):
+    out = tmp_path / "logs"
+    out.mkdir()
+    (out / "reward.json").write_text('{"authored_usd": 1.0}')
+    script = local_test_sh(tmp_path, CASE / "reference", out)
+    script.write_text(script.read_text().replace(f"\nPYTHON={os.sys.executable}\n", "\nPYTHON=/nonexistent/python\n"))
+    r = run_script(script)
+    assert r.returncode == 3
+    assert read_json(out / "reward.json") == {"authored_usd": 0.0}
+    assert read_json(out / "grade.json")["status"] == "infrastructure_error"
+
+
+def harbor_executable() -> Path:
+    harbor = os.environ.get("USDGRADE_HARBOR")
+    if not harbor or not Path(harbor).is_file():
+        unavailable("harbor 0.26.0 (Python 3.12) not found: set USDGRADE_HARBOR to its `harbor` executable")
+    return Path(harbor)
+
+
+def harbor_lint(task: Path) -> list:
+    import json
+
+    r = subprocess.run([str(harbor_executable()), "lint", str(task), "--select", "ALL", "--json"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode in (0, 1), r.stdout + r.stderr
+    return json.loads(r.stdout)
+
+
+def test_harbor_lint_finds_nothing_in_the_example():
+    assert harbor_lint(TASK) == []
+
+
+def test_harbor_lint_finds_nothing_in_a_generated_dataset(tmp_path):
+    from profiles.task import write_dataset
+
+    cases = tmp_path / "cases"
+    cases.mkdir()
+    for name in ("ant_two_joint_faults", "cheetah_visual_and_shape"):
+        source = ROOT / "fixtures" / "cases" / name
+        if source.is_dir():
+            shutil.copytree(source, cases / name)
+    tasks = write_dataset(cases, tmp_path / "dataset")
+    assert tasks
+    for task in tasks:
+        assert harbor_lint(task) == [], task
+
+
+def test_usdgrade_task_refuses_a_folder_that_is_not_a_task_and_a_tampered_case(tmp_path, capsys):
+    from scoring.cli import main
+
+    out = tmp_path / "not-a-task"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    assert main(["task", str(FIXTURE_CASE), "--out", str(out)]) == 1
+    assert (out / "keep.txt").read_text() == "mine"
+    case = tmp_path / "case"
+    shutil.copytree(FIXTURE_CASE, case)
+    layer = next(p for p in (case / "reference").rglob("*.usda"))
+    layer.write_text(layer.read_text() + "\n")
+    assert main(["task", str(case), "--out", str(tmp_path / "task")]) == 1
+    assert not (tmp_path / "task").exists()
+    assert "digest" in capsys.readouterr().err

@@ -79,16 +79,19 @@ def test_moved_part_halfway_back_earns_partial_progress(tmp_path):
     target = "/Cabinet/Drawer/Handle"
     inject(ASSETS / "cabinet_cm", tmp_path / "input", [("component_moved", target)], 0)
     stage = Usd.Stage.Open(str(root_layer_of(tmp_path / "input")))
-    prim = stage.GetPrimAtPath(target)
-    op = prim.GetAttribute("xformOp:translate:injected")
-    assert op, "seed 0 must translate the handle"
+    # The fault is composed into the handle's own translate op (an input names nothing its reference lacks).
+    ref_stage = Usd.Stage.Open(str(root_layer_of(ASSETS / "cabinet_cm")))
+    ref_attr = ref_stage.GetPrimAtPath(target).GetAttribute("xformOp:translate")
+    ref_value = ref_attr.Get() if ref_attr and ref_attr.Get() is not None else Gf.Vec3d(0, 0, 0)
+    op = stage.GetPrimAtPath(target).GetAttribute("xformOp:translate")
+    assert op and op.Get() != ref_value, "seed 0 must translate the handle"
     cmp_input = compare(ASSETS / "cabinet_cm", tmp_path / "input")
     input_errors = {k: c.error for k, c in FAMILIES["geometry"].MEASURES["placement"](cmp_input, target).items()}
     half = variants.copy_package(tmp_path / "input", tmp_path / "half")
     layer_stage = Usd.Stage.Open(str(root_layer_of(half)))
-    attr = layer_stage.GetPrimAtPath(target).GetAttribute("xformOp:translate:injected")
+    attr = layer_stage.GetPrimAtPath(target).GetAttribute("xformOp:translate")
     spec = attr.GetPropertyStack()[0]
-    spec.default = Gf.Vec3d(*(0.5 * c for c in attr.Get()))
+    spec.default = Gf.Vec3d(*(r + 0.5 * (c - r) for r, c in zip(ref_value, attr.Get())))
     spec.layer.Save()
     cmp = compare(ASSETS / "cabinet_cm", half)
     m = grade("c", "geometry", "placement", target, FAMILIES["geometry"].MEASURES["placement"](cmp, target), input_errors)

@@ -1,0 +1,54 @@
+"""The check families by name, and the one way to run a check.
+
+Adding a family: write its module (MEASURES: name -> pure measure function,
+targets(reference, measure) -> every target the objective gates cover) and list it here
+and in profiles/vocabulary.py. Nothing else changes.
+"""
+from __future__ import annotations
+
+from . import articulation, bodies, collision, composition, geometry, joints, mass, materials
+from .measurement import Comparison, Measurement, Unmeasured, grade
+
+FAMILIES = {
+    "joint": joints,
+    "body": bodies,
+    "articulation": articulation,
+    "geometry": geometry,
+    "collision": collision,
+    "mass": mass,
+    "material": materials,
+    "composition": composition,
+}
+
+
+def measure(
+    cmp: Comparison, family: str, name: str, target: str, check_id: str = "", input_errors: dict | None = None
+) -> Measurement:
+    module = FAMILIES[family]
+    check_id = check_id or f"{family}.{name}:{target}"
+    key = (family, name, target)
+    result = cmp.memo.get(key)
+    if result is None:
+        if target not in module.targets(cmp.reference, name):
+            result = Unmeasured(f"the reference has no {family} {target}")
+        else:
+            result = module.MEASURES[name](cmp, target)
+        cmp.memo[key] = result  # measure functions are pure: the result depends on the key alone
+    return grade(check_id, family, name, target, result, input_errors)
+
+
+def every_measurement(reference) -> list[tuple[str, str, str]]:
+    """Every (family, measure, target) the reference has: what the objective gates measure."""
+    return [
+        (family, name, target)
+        for family, module in FAMILIES.items()
+        for name in module.MEASURES
+        for target in module.targets(reference, name)
+    ]
+
+
+def unmeasured(family: str, name: str, target: str, check_id: str, reason: str) -> Measurement:
+    """A check that could not run because the candidate cannot be read (invalid submission)."""
+    m = grade(check_id, family, name, target, Unmeasured(reason), None)
+    m.passed, m.progress = False, 0.0
+    return m

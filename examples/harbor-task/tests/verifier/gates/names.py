@@ -1,0 +1,26 @@
+"""The names of every gate, importable without the measuring code.
+
+The xdist controller only parametrizes the tests and decides the outcome from
+their records, so the plugin needs these names without importing pxr, scipy and
+the check families (about a second of start-up). The gate modules check at import
+that their tables list exactly these names.
+"""
+from __future__ import annotations
+
+from .validity import RULES
+
+# The candidate must also compose and read; checked after the file-level rules.
+STAGE_RULE = "stage_reads"
+VALIDITY_RULES = tuple(RULES) + (STAGE_RULE,)
+
+PRESERVATION_GATES = (
+    "body_correspondence",
+    "degrees_of_freedom",
+    "healthy_joints",
+    "healthy_body_properties",
+    "retained_visible_components",
+    "collision_support",
+    "composition_errors",
+    "joint_count",
+)
+OBJECTIVE_GATES = ("all_joints", "all_bodies", "articulation_preserved", "composition_complete")

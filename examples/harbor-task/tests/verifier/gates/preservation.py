@@ -1,0 +1,132 @@
+"""Preservation gates (SPEC section 6): protect every part the profile does not target.
+
+A targeted element left broken costs fault credit in its checks, never
+preservation; so each gate here looks only at healthy (untargeted) elements,
+except the counting gates, which bound the candidate by the input.
+"""
+from __future__ import annotations
+
+from checks import joints, mass
+from checks.measurement import Comparison
+from profiles.schema import Profile
+
+from .names import PRESERVATION_GATES
+from .objective import failed, measure_all
+from .results import GateResult, from_failures
+
+DOF = {"revolute": 1, "prismatic": 1, "spherical": 3, "fixed": 0, "distance": 5, "d6": None, "custom": None}
+
+
+def healthy(profile: Profile):
+    """A predicate: is this reference element untargeted by every fault?"""
+    return lambda target: target not in profile.targeted
+
+
+def healthy_parts(profile: Profile, cmp: Comparison):
+    """Like healthy, but a fault on a visible component also touches the body that owns it.
+
+    Moving or reshaping a part that is also a collider changes that body's
+    collision and mass: the fault's own checks pay for that, not preservation.
+    """
+    touched = set(profile.targeted)
+    for target in profile.targeted:
+        component = cmp.reference.components.get(target)
+        if component is not None and component.body is not None:
+            touched.add(component.body)
+    return lambda target: target not in touched
+
+
+def healthy_joints_of(profile: Profile, cmp: Comparison):
+    """Like healthy, but a fault on a body also touches the joints attached to it.
+
+    A disabled or kinematic body is no longer a dynamic body for the UsdPhysics
+    parser, so every joint on it changes too: the fault's checks pay for that.
+    """
+    touched = set(profile.targeted)
+    for path, joint in cmp.reference.joints.items():
+        if joint.body0 in profile.targeted or joint.body1 in profile.targeted:
+            touched.add(path)
+    return lambda target: target not in touched
+
+
+def body_correspondence(cmp: Comparison, profile: Profile) -> GateResult:
+    failures = [f"reference body {r} has no candidate body" for r, c in cmp.match.bodies.items() if c is None]
+    failures += [f"extra candidate body {p} (no reference body matches it)" for p in cmp.match.extra_bodies]
+    return from_failures(
+        "body_correspondence", failures, f"all {len(cmp.match.bodies)} bodies correspond one to one", "correspondence failures"
+    )
+
+
+def degrees_of_freedom(cmp: Comparison, profile: Profile) -> GateResult:
+    failures = []
+    for target in filter(healthy_joints_of(profile, cmp), joints.targets(cmp.reference)):
+        ref = cmp.reference.joints[target]
+        cand_path = cmp.match.joints.get(target)
+        cand = cmp.candidate.joints.get(cand_path) if cand_path else None
+        if cand is None:
+            failures.append(f"joint {target}: missing, its {DOF.get(ref.type)} degree(s) of freedom changed")
+        elif (DOF.get(ref.type), ref.enabled) != (DOF.get(cand.type), cand.enabled):
+            failures.append(
+                f"joint {target}: {ref.type} (enabled={ref.enabled}) became {cand.type} (enabled={cand.enabled})"
+            )
+    return from_failures("degrees_of_freedom", failures, "healthy joints keep their degrees of freedom", "changes")
+
+
+def healthy_joints(cmp: Comparison, profile: Profile) -> GateResult:
+    failures = failed(measure_all(cmp, "joint", joints.JOINT_CHECKS, healthy_joints_of(profile, cmp)))
+    return from_failures("healthy_joints", failures, "every healthy joint passes its joint checks", "healthy joint failures")
+
+
+def healthy_body_properties(cmp: Comparison, profile: Profile) -> GateResult:
+    failures = failed(measure_all(cmp, "body", ("state",), healthy(profile)))
+    # Established mass properties only: where the reference authors nothing they are unmeasured.
+    failures += failed(measure_all(cmp, "mass", mass.MASS_CHECKS, healthy_parts(profile, cmp)))
+    return from_failures("healthy_body_properties", failures, "healthy bodies keep their state and established mass",
+                         "body property changes")
+
+
+def retained_visible_components(cmp: Comparison, profile: Profile) -> GateResult:
+    """No healthy visible part deleted, hidden (unmatched) or reshaped."""
+    failures = failed(measure_all(cmp, "geometry", ("shape",), healthy(profile)))
+    return from_failures("retained_visible_components", failures,
+                         f"all {len(cmp.reference.components)} healthy visible components retained", "component losses")
+
+
+def collision_support(cmp: Comparison, profile: Profile) -> GateResult:
+    """No healthy body loses (removes, disables, shrinks) its collision."""
+    failures = failed(measure_all(cmp, "collision", ("coverage",), healthy_parts(profile, cmp)))
+    return from_failures("collision_support", failures, "healthy bodies keep their collision", "collision losses")
+
+
+def composition_errors(cmp: Comparison, profile: Profile) -> GateResult:
+    allowed = int(profile.input_state.get("composition_errors", 0))
+    errors = list(cmp.candidate.composition_errors)
+    if len(errors) <= allowed:
+        return GateResult("composition_errors", True, f"{len(errors)} composition error(s), the input had {allowed}")
+    return GateResult(
+        "composition_errors", False, f"{len(errors)} composition errors, more than the input's {allowed}", tuple(errors)
+    )
+
+
+def joint_count(cmp: Comparison, profile: Profile) -> GateResult:
+    # A redundant joint the input had may remain; a joint the input lost may come back.
+    bound = max(int(profile.input_state.get("joint_count", 0)), len(cmp.reference.joints))
+    count = len(cmp.candidate.joints)
+    if count <= bound:
+        return GateResult("joint_count", True, f"{count} joints, within the bound {bound} (max of input and reference)")
+    added = ", ".join(cmp.match.extra_joints[:5])
+    return GateResult("joint_count", False, f"{count} joints, more than the bound {bound} (unmatched: {added})",
+                      tuple(cmp.match.extra_joints))
+
+
+GATES = {
+    "body_correspondence": body_correspondence,
+    "degrees_of_freedom": degrees_of_freedom,
+    "healthy_joints": healthy_joints,
+    "healthy_body_properties": healthy_body_properties,
+    "retained_visible_components": retained_visible_components,
+    "collision_support": collision_support,
+    "composition_errors": composition_errors,
+    "joint_count": joint_count,
+}
+assert tuple(GATES) == PRESERVATION_GATES, "gates/names.py lists the preservation gates in test order"

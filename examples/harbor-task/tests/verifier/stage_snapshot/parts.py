@@ -1,0 +1,152 @@
+"""The parts of a stage the body families measure: visible components, colliders,
+mass properties and each body's free space, all in world space and SI units.
+
+Sampling is seeded from the profile. A component's seed also depends on its
+content (triangle count and area), not on its path: the same triangles get the
+same seed, so an untouched part gives identical samples in reference and
+candidate (distance exactly 0 whatever the namespace) and a part that was only
+moved gives samples that correspond one to one (exact rigid alignment).
+"""
+from __future__ import annotations
+
+import time
+import zlib
+
+import numpy as np
+from pxr import Usd, UsdGeom, UsdPhysics
+
+from . import colliders as collider_solids
+from . import geometry, mass, materials
+from .model import Collider, VisualComponent
+
+VISIBLE_PURPOSES = (UsdGeom.Tokens.default_, UsdGeom.Tokens.render)
+DEFAULT_SURFACE_SAMPLES = 1024
+DEFAULT_FREE_SPACE_SAMPLES = 512
+
+
+def owner_body(path: str, body_paths: set[str]) -> str | None:
+    """The rigid body a prim belongs to: itself or its nearest ancestor body."""
+    parts = path.split("/")
+    for end in range(len(parts), 1, -1):
+        candidate = "/".join(parts[:end])
+        if candidate in body_paths:
+            return candidate
+    return None
+
+
+def content_seed(seed: int, soup: geometry.TriangleSoup) -> int:
+    key = f"{len(soup.faces)}:{soup.area:.6g}".encode()
+    return (int(seed) * 1_000_003 + zlib.crc32(key)) % (2**32)
+
+
+def _centroid(soup: geometry.TriangleSoup) -> tuple[float, float, float]:
+    areas = soup.triangle_areas
+    total = areas.sum()
+    if total <= 0:
+        return tuple(float(c) for c in soup.vertices.mean(axis=0))
+    centers = soup.vertices[soup.faces].mean(axis=1)
+    return tuple(float(c) for c in (centers * areas[:, None]).sum(axis=0) / total)
+
+
+def is_visible(prim: Usd.Prim) -> bool:
+    """Rendered: not invisible (inherited visibility) and of default or render purpose."""
+    imageable = UsdGeom.Imageable(prim)
+    return (
+        imageable.ComputeVisibility() != UsdGeom.Tokens.invisible
+        and imageable.ComputePurpose() in VISIBLE_PURPOSES
+    )
+
+
+def read_parts(stage: Usd.Stage, body_paths: set[str], mpu: float, kgpu: float, sampling: dict,
+               timings: dict | None = None):
+    """Visible components (tessellated, sampled), colliders (solids) and mass properties.
+    `timings`, when given, gets the seconds spent on each of the three."""
+    clock = {"visible_parts": 0.0, "colliders": 0.0}
+    seed = int(sampling.get("seed", 0))
+    surface_samples = int(sampling.get("surface_samples", DEFAULT_SURFACE_SAMPLES))
+    xforms = UsdGeom.XformCache(Usd.TimeCode.Default())
+    components, colliders = {}, {}
+    for prim in Usd.PrimRange.Stage(stage, Usd.TraverseInstanceProxies()):
+        if not prim.IsA(UsdGeom.Gprim):
+            continue
+        path = str(prim.GetPath())
+        body = owner_body(path, body_paths)
+        world = xforms.GetLocalToWorldTransform(prim)
+        start = time.perf_counter()
+        if is_visible(prim):
+            soup = geometry.prim_triangles(prim, world, mpu)
+            if soup is not None and len(soup.faces):
+                components[path] = VisualComponent(
+                    path=path,
+                    name=prim.GetName(),
+                    body=body,
+                    type=str(prim.GetTypeName()),
+                    triangle_count=int(len(soup.faces)),
+                    area=float(soup.area),
+                    centroid=_centroid(soup),
+                    samples=geometry.sample_surface(soup, surface_samples, content_seed(seed, soup)),
+                    material=materials.visual_material(prim) or materials.display_surface(prim),
+                    surface=(soup.vertices, soup.faces),
+                )
+        lap = time.perf_counter()
+        clock["visible_parts"] += lap - start
+        if prim.HasAPI(UsdPhysics.CollisionAPI):
+            enabled = UsdPhysics.CollisionAPI(prim).GetCollisionEnabledAttr().Get()
+            solid = collider_solids.collider_solid(prim, world, mpu)
+            bounds = solid.bounds if solid is not None else None
+            centroid = (0.0, 0.0, 0.0)
+            if bounds is not None and np.isfinite(bounds).all():
+                centroid = tuple(float(c) for c in (bounds[0] + bounds[1]) / 2)
+            colliders[path] = Collider(
+                path=path,
+                name=prim.GetName(),
+                body=body,
+                enabled=True if enabled is None else bool(enabled),
+                shape=str(prim.GetTypeName()),
+                approximation=collider_solids.mesh_approximation(prim) if prim.IsA(UsdGeom.Mesh) else None,
+                volume=float(solid.volume) if solid is not None else 0.0,
+                centroid=centroid,
+                solid=solid,
+                material=materials.physics_material(prim, mpu, kgpu),
+            )
+        clock["colliders"] += time.perf_counter() - lap
+    start = time.perf_counter()
+    masses = mass.stage_mass_properties(stage, sorted(body_paths)) if body_paths else {}
+    clock["mass"] = time.perf_counter() - start
+    if timings is not None:
+        timings.update({name: round(seconds, 6) for name, seconds in clock.items()})
+    return components, colliders, masses
+
+
+def free_space(snapshot, body: str) -> np.ndarray:
+    """The body's free-space samples, computed on first use and kept in the snapshot.
+
+    Only the reference's are ever needed, so a candidate snapshot never pays for them.
+    """
+    found = snapshot.free_space.get(body)
+    if found is None:
+        seed = int(snapshot.sampling.get("seed", 0))
+        count = int(snapshot.sampling.get("free_space_samples", DEFAULT_FREE_SPACE_SAMPLES))
+        found = snapshot.free_space[body] = _free_space(body, snapshot.colliders, count, seed)
+    return found
+
+
+def _free_space(body: str, colliders: dict, count: int, seed: int) -> np.ndarray:
+    """Samples of the empty space the body's enabled colliders leave inside their own bounds.
+
+    Sampled collider by collider (each collider's bounding box, minus every
+    collider of the body): a hull or box over a handle's opening, a knob's
+    recesses or a gripper's gap fills exactly these regions, however small they
+    are next to the whole body.
+    """
+    own = [c for c in colliders.values() if c.body == body and c.enabled and c.solid is not None]
+    solids = [c.solid for c in own]
+    regions = []
+    for index, collider in enumerate(own):
+        low, high = collider.solid.bounds
+        if not (np.isfinite(low).all() and np.isfinite(high).all()) or np.any(high - low <= 0):
+            continue
+        region_seed = (int(seed) * 7_919 + index * 104_729 + zlib.crc32(collider.shape.encode())) % (2**32)
+        regions.append(collider_solids.empty_space_samples(low, high, solids, count, region_seed))
+    regions = [r for r in regions if len(r)]
+    return np.concatenate(regions) if regions else np.zeros((0, 3))
