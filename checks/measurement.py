@@ -80,7 +80,7 @@ class Measurement:
 
     def failing(self) -> list[str]:
         return [
-            f"{name}: {c['error']:.6g} > {c['tolerance']:.6g}"
+            c["candidate"] if name == "authoring" else f"{name}: {c['error']:.6g} > {c['tolerance']:.6g}"
             for name, c in self.components.items()
             if not _within(c["error"], c["tolerance"])
         ]
