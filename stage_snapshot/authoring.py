@@ -101,7 +101,8 @@ def _transform_problems(prim: Usd.Prim, start: Usd.TimeCode) -> list[tuple[str, 
         return [(TRANSFORM, f"the local transform cannot be computed ({type(error).__name__})")]
     if not np.isfinite(default).all():
         return [(TRANSFORM, "the local transform is not finite")]
-    if not xformable.TransformMightBeTimeVarying():
+    # Even one time sample counts (USD calls that "not time varying"): it may disagree with the default.
+    if not any(op.GetAttr().GetNumTimeSamples() for op in xformable.GetOrderedXformOps()):
         return []
     timed = np.array(xformable.GetLocalTransformation(start), dtype=float)
     if not np.allclose(default, timed, rtol=1e-6, atol=1e-9):

@@ -122,8 +122,6 @@ def _points(raw: Any) -> np.ndarray:
         array = np.asarray(raw, dtype=np.float64)
     except (TypeError, ValueError):
         raise Unusable("expected an array of 3-vectors") from None
-    if len(raw) == 0:
-        return np.zeros((0, 3))
     if array.ndim != 2 or array.shape[1] != 3:
         raise Unusable(f"expected an array of 3-vectors, got shape {array.shape}")
     if not np.isfinite(array).all():
@@ -135,8 +133,6 @@ def _ints(raw: Any) -> np.ndarray:
     if isinstance(raw, (str, bytes)) or not hasattr(raw, "__len__"):
         raise Unusable("expected an array of integers")
     array = np.asarray(raw)
-    if len(raw) == 0:
-        return np.zeros(0, dtype=np.int64)
     if array.ndim != 1 or array.dtype.kind not in "iu":
         raise Unusable(f"expected an array of integers, got {array.dtype} of shape {array.shape}")
     return array.astype(np.int64)
