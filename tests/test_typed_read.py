@@ -249,3 +249,44 @@ def test_convert_table(kind, raw, ok):
     else:
         with pytest.raises(typed_read.Unusable):
             typed_read.convert(raw, kind)
+
+
+# --- through the grading session of a real case -----------------------------------------
+
+CABINET_CASE = Path(__file__).resolve().parent.parent / "fixtures" / "cases" / "cabinet_drawer_door"
+CABINET_SITES = [
+    ("/Cabinet/Drawer", "physics:mass"), ("/Cabinet/Drawer", "physics:centerOfMass"),
+    ("/Cabinet/Drawer", "physics:diagonalInertia"), ("/Cabinet/Drawer", "physics:principalAxes"),
+    ("/Cabinet/Door/Visuals/Panel", "points"), ("/Cabinet/Door/Visuals/Panel", "faceVertexCounts"),
+    ("/Cabinet/Carcass/Visuals/Shelf", "size"), ("/Cabinet/Drawer/Handle", "physics:approximation"),
+    ("/Cabinet/Door/Knob", "physics:collisionEnabled"),
+]
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(site=st.sampled_from(CABINET_SITES), typed=TYPED_VALUES)
+def test_hostile_values_through_a_grading_session_are_scores(tmp_path_factory, site, typed):
+    """The plugin's session (validity worker, both snapshots, every check and gate): an exception
+    anywhere here would be an infrastructure error, so none may escape."""
+    from profiles.case import load_case
+    from scoring.session import GradingSession
+    from tests import variants
+
+    case = load_case(CABINET_CASE)
+    submission = variants.copy_package(CABINET_CASE / "reference", tmp_path_factory.mktemp("hostile") / "pkg")
+    prim, name = site
+    type_name, raw = typed
+
+    def edit(stage):
+        Sdf.CreatePrimInLayer(stage.GetRootLayer(), prim)  # an over in the root layer, the strongest opinion
+        author(stage.GetRootLayer(), prim, name, type_name, raw)
+    variants.author_in_root_layer(submission, edit)
+    session = GradingSession(case, submission)
+    assert session.validity.valid, session.validity.reason
+    assert session.candidate_readable, session.stage_rule
+    for spec in case.profile.checks:
+        session.measure_check(spec)
+    for gate in preservation.GATES:
+        session.preservation_gate(gate)
+    for gate in objective.GATES:
+        session.objective_gate(gate)
