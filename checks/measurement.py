@@ -134,6 +134,8 @@ def grade(
     passed = all(c["passed"] for c in components.values())
     if input_errors is None:
         progress = None
+    elif "authoring" in components and not components["authoring"]["passed"]:
+        progress = 0.0  # a value authored wrongly or ambiguously earns no progress, however close the rest is
     else:
         progress = sum(progresses) / len(progresses) if progresses else 1.0
     m = Measurement(check, family, measure, target, passed, progress, components)

@@ -101,7 +101,7 @@ ATTACKS = {
         CABINET, typed(CAB_PANEL, "points", T.Point3fArray, [(NAN, 0, 0)] * 8), "retained_visible_components",
         ("Panel",)),
     "cabinet_shelf_size_as_string": (
-        CABINET, typed(CAB_SHELF, "size", T.String, "big"), "retained_visible_components", ("Shelf", "size")),
+        CABINET, typed(CAB_SHELF, "size", T.String, "big"), "retained_visible_components", ("Shelf",)),
     "ant_healthy_joint_local_pos_string": (
         ANT, typed(ANT_HIP_3, "physics:localPos0", T.String, "0 0 0"), "healthy_joints",
         ("hip_3", "physics:localPos0")),
@@ -148,7 +148,8 @@ def test_time_samples_agreeing_with_the_default_still_score_one(tmp_path, outcom
 
 
 def _repair_f1(stage: Usd.Stage, reference: Path, keep_broken_sample: bool) -> None:
-    good = Usd.Stage.Open(str(reference)).GetPrimAtPath(ANT_HIP_1).GetAttribute("physics:localPos1").Get()
+    healthy = Usd.Stage.Open(str(reference))
+    good = healthy.GetPrimAtPath(ANT_HIP_1).GetAttribute("physics:localPos1").Get()
     attr = stage.GetPrimAtPath(ANT_HIP_1).GetAttribute("physics:localPos1")
     broken = attr.Get()
     attr.Set(good)
@@ -167,7 +168,9 @@ def test_repair_as_default_under_a_broken_start_sample_earns_no_fault_credit(tmp
     assert_graded_no_better(hidden_r, honest_r.reward["authored_usd"])
     assert hidden_r.reward["authored_usd"] < honest_r.reward["authored_usd"]
     f1 = [c for c in hidden_r.grade["checks"] if c["fault"] == "f1"]
-    assert f1 and not any(c["passed"] for c in f1)
+    assert f1 and not any(c["passed"] for c in f1) and all(c["progress"] == 0.0 for c in f1), f1
+    # As if f1 had not been touched at all: the input with nothing repaired scores the same.
+    assert hidden_r.reward["authored_usd"] == 0.0, hidden_r.grade["reasons"]
     assert any("ambiguous time samples" in json.dumps(c) for c in f1), f1
 
 
