@@ -190,3 +190,43 @@ def test_modest_composition_stays_gradable(tmp_path, outcome_table):
     assert_graded_no_better(r, 1.0)
     reason = r.grade["validity"]["resource_limits"]["reason"]
     assert "composed: 175 prims" in reason and "budgets: 1550 prims" in reason, reason
+
+
+# --- the budgets themselves ------------------------------------------------------------
+
+def test_budgets_are_sized_from_the_reference_and_bounded_absolutely():
+    from gates import composed_budget
+
+    absolute = {"prims": 2_000, "instances": 50, "points": 10**6, "triangles": 10**6}
+    reference = {"prims": 55, "instances": 1, "points": 0, "triangles": 300_000}
+    assert composed_budget.budgets(None, absolute) == absolute
+    assert composed_budget.budgets(reference, absolute) == {
+        "prims": 1_550, "instances": 50, "points": 100_000, "triangles": 10**6}
+
+
+def test_a_profile_may_lower_the_absolute_composed_limits(tmp_path):
+    """max_composed_prims below 10 x + 1000: a 2^6 tree the default budget allows is refused, with the counts."""
+    from gates.validity import ResourceLimits, check_submission
+
+    submission = copy_of(ANT, "reference", tmp_path)
+    add_to_root_text(submission, reference_tree(6, prefix="Small"))
+    reference = ANT / "reference" / "ant.usda"
+    assert check_submission(submission, ResourceLimits(), reference=reference).valid
+    lowered = check_submission(submission, ResourceLimits(max_composed_prims=100), reference=reference)
+    rule = lowered.rule("resource_limits")
+    assert not lowered.valid and not rule.passed
+    assert "more than 100 prims" in rule.reason and "counted so far: 101 prims" in rule.reason, rule.reason
+    # The reference itself is within the lowered limit: it still passes.
+    assert check_submission(ANT / "reference", ResourceLimits(max_composed_prims=100), reference=reference).valid
+
+
+def test_reference_cycles_compose_and_count(tmp_path):
+    """A prim referencing itself or its ancestor is a composition error, not a bomb: counted, still valid."""
+    from gates.validity import ResourceLimits, check_submission
+
+    submission = copy_of(ANT, "reference", tmp_path)
+    add_to_root_text(submission, 'def Xform "A" (references = </A>)\n{\n}\n'
+                                 'def Xform "P"\n{\n    def Xform "Q" (references = </P>)\n    {\n    }\n}')
+    report = check_submission(submission, ResourceLimits(), reference=ANT / "reference" / "ant.usda")
+    assert report.valid, report.reason
+    assert "composed: 58 prims" in report.rule("resource_limits").reason
