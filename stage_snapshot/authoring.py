@@ -5,7 +5,7 @@ numbers, and properties whose default and start-time value disagree.
 every authored attribute the snapshot reads (`KINDS_BY_NAME`, plus drive and limit
 attributes by suffix), runs the typed reader (`typed_read.read`). It also records:
 
-* ambiguous time samples: a physics or geometry property whose default (what the
+* ambiguous time samples (or a spline): a physics or geometry property whose default (what the
   UsdPhysics parser and Newton's importer read) and whose value at the stage's start
   time code (what anything that evaluates the stage at a time sees) disagree. A repair
   authored as a default under broken time samples is such a property;
@@ -83,7 +83,7 @@ def _attribute_problems(prim: Usd.Prim, start: Usd.TimeCode) -> list[tuple[str, 
         if why:
             found.append((name, why))
             continue
-        if attr.GetNumTimeSamples() == 0:
+        if not _timed(attr):
             continue
         timed, why = read(attr, kind, start)
         if why:
@@ -102,13 +102,18 @@ def _transform_problems(prim: Usd.Prim, start: Usd.TimeCode) -> list[tuple[str, 
     if not np.isfinite(default).all():
         return [(TRANSFORM, "the local transform is not finite")]
     # Even one time sample counts (USD calls that "not time varying"): it may disagree with the default.
-    if not any(op.GetAttr().GetNumTimeSamples() for op in xformable.GetOrderedXformOps()):
+    if not any(_timed(op.GetAttr()) for op in xformable.GetOrderedXformOps()):
         return []
     timed = np.array(xformable.GetLocalTransformation(start), dtype=float)
     if not np.allclose(default, timed, rtol=1e-6, atol=1e-9):
         return [(TRANSFORM, f"ambiguous time samples: the default local transform and the one at the start "
                             f"time {start.GetValue():g} disagree")]
     return []
+
+
+def _timed(attr: Usd.Attribute) -> bool:
+    """Time samples or a spline: a value at a time that may differ from the default."""
+    return bool(attr.GetNumTimeSamples() or attr.HasSpline())
 
 
 def _same(a, b) -> bool:

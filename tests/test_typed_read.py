@@ -218,6 +218,20 @@ def test_default_and_start_time_disagreeing_fail_the_property(reference, site, s
     assert any("ambiguous time samples" in r.details for r in flagged)
 
 
+def test_a_spline_disagreeing_with_the_default_is_ambiguous():
+    """Splines (animation curves) are not time samples: USD reports none, the value at a time still differs."""
+    from pxr import Ts
+
+    layer = healthy_layer()
+    stage = Usd.Stage.Open(layer)
+    attr = stage.GetPrimAtPath(BODY).GetAttribute("physics:mass")
+    spline = Ts.Spline("float")
+    spline.SetKnot(Ts.Knot("float", time=0.0, value=7.0))
+    attr.SetSpline(spline)
+    assert attr.GetNumTimeSamples() == 0 and attr.Get() == 2.0
+    assert "ambiguous time samples" in dict(authoring.problems(stage)[BODY])["physics:mass"]
+
+
 def test_time_samples_that_agree_with_the_default_are_not_a_problem(reference):
     layer = healthy_layer()
     stage = Usd.Stage.Open(layer)
