@@ -97,4 +97,5 @@ def component(cmp: Comparison, family: str, target: str) -> Component | None:
     if not found:
         return None
     shown = "; ".join(found[:MAX_SHOWN]) + (f"; and {len(found) - MAX_SHOWN} more" if len(found) > MAX_SHOWN else "")
-    return Component(math.inf, 0.0, None, f"authoring error: {shown}")
+    # An unusable or ambiguous value earns no progress, however close the check's other components are.
+    return Component(math.inf, 0.0, None, f"authoring error: {shown}", voids_progress=True)
