@@ -101,7 +101,8 @@ def run_physical(case: Path, submission: Path, out: Path, *, python: list[str] |
     from gates.validity import check_submission
 
     t0 = time.monotonic()
-    validity = check_submission(submission, loaded.profile.limits or None, timeout_s=validity_timeout_s)
+    validity = check_submission(submission, loaded.profile.limits or None, timeout_s=validity_timeout_s,
+                                reference=loaded.reference_root_layer)
     record["timings"]["validity_s"] = round(time.monotonic() - t0, 3)
     record["validity"] = {"valid": validity.valid, "reason": validity.reason}
     if validity.infrastructure_error:

@@ -169,7 +169,8 @@ def _start_work(config: pytest.Config, state: RunState) -> None:
         return  # the session reports the malformed limits as a case error
     # The gate's USD work runs in its own capped process: this thread only waits for it.
     state.background = ThreadPoolExecutor(1, thread_name_prefix="usdgrade-validity")
-    state.validity = state.background.submit(timed_validity, state.submission, limits)
+    state.validity = state.background.submit(timed_validity, state.submission, limits,
+                                             state.case.reference_root_layer)
 
 
 @pytest.hookimpl(optionalhook=True)

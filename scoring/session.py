@@ -137,7 +137,8 @@ class GradingSession:
         if self._validity_future is not None:
             validity, seconds = self._validity_future.result()
         else:
-            validity, seconds = timed_validity(self.submission, validity_limits(self.case))
+            validity, seconds = timed_validity(self.submission, validity_limits(self.case),
+                                               self.case.reference_root_layer)
         read = SubmissionRead(validity, timings={"validity": seconds})
         if validity.infrastructure_error:
             # The validity worker itself failed (could not start, no pxr): our fault, not the agent's.

@@ -440,11 +440,9 @@ def display_surface(prim: Usd.Prim) -> VisualMaterial:
 # ---------------------------------------------------------------------------
 
 def _float(attr: Usd.Attribute, default: float = 0.0) -> float:
-    v = attr.Get() if attr else None
-    try:
-        return float(v) if v is not None else default
-    except (TypeError, ValueError):
-        return default
+    from .typed_read import value  # wrong-typed or non-finite: the default (the audit records it)
+
+    return value(attr, "real", default)
 
 
 def physics_material(prim: Usd.Prim, meters_per_unit: float, kilograms_per_unit: float,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pxr import Gf, Sdf, Tf, Usd, UsdGeom, UsdPhysics
 
-from . import spatial
+from . import authoring, spatial
 from .parts import owner_body, read_parts
 from .model import ArticulationRoot, Body, BodyShape, Drive, Joint, Limit, Pose, StageSnapshot
 
@@ -103,6 +103,9 @@ def snapshot(stage: Usd.Stage, root_layer: str = "", sampling: dict | None = Non
     errors = tuple(sorted(str(e).strip() for e in stage.GetCompositionErrors()))
     timings = {"bodies_and_joints": round(time.perf_counter() - start, 6)}
     components, colliders, masses = read_parts(stage, body_paths, mpu, kgpu, sampling or {}, timings)
+    lap = time.perf_counter()
+    problems = authoring.problems(stage)
+    timings["authoring"] = round(time.perf_counter() - lap, 6)
 
     return StageSnapshot(
         root_layer=str(root_layer),
@@ -119,6 +122,7 @@ def snapshot(stage: Usd.Stage, root_layer: str = "", sampling: dict | None = Non
         mass=masses,
         sampling=dict(sampling or {}),
         timings=timings,
+        authoring_problems=problems,
     )
 
 
