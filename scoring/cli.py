@@ -7,6 +7,7 @@
     usdgrade explain OUT/grade.json
     usdgrade visual --case CASE --submission DIR --grade OUT/grade.json --out OUT [--authorize] ...
     usdgrade physical --case CASE --submission DIR --out OUT [--python PY]
+    usdgrade regrade JOB_DIR... --cases CASES [--engine local|ray] [-j N] ...
 
 `grade` runs the very pytest session of `pytest checks ...` in this process:
 same outputs, same exit codes.
@@ -143,6 +144,10 @@ def main(argv: list[str] | None = None) -> int:
     from physical.cli import add_parser as add_physical_parser  # the physical grade: separate from the reward
 
     add_physical_parser(sub)
+
+    from .regrade import add_parser as add_regrade_parser  # re-grading stored submissions at scale
+
+    add_regrade_parser(sub)
 
     args = parser.parse_args(argv)
     sys.path.insert(0, str(REPO_ROOT))
