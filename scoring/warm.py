@@ -95,7 +95,8 @@ def _quiet(log_path: str | None):
     try:
         os.dup2(target, 1)
         os.dup2(target, 2)
-        yield
+        with open(target, "w", closefd=False) as text, contextlib.redirect_stdout(text), contextlib.redirect_stderr(text):
+            yield
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
@@ -106,12 +107,17 @@ def _quiet(log_path: str | None):
 
 
 class WarmGrader:
-    def __init__(self, cache_bytes: int | None = None, log_path: str | None = None):
+    def __init__(self, cache_bytes: int | None = None, log_path: str | None = None, fork_validity: bool = True):
         self.references = ReferenceCache() if cache_bytes is None else ReferenceCache(cache_bytes)
         self.log_path = log_path
         self.host = os.uname().nodename
         import pytest  # noqa: F401
+        from gates import validity
+
         from . import plugin, session  # noqa: F401  the imports every item would otherwise pay
+
+        if fork_validity:
+            validity.start_fork_server()  # each item's capped validity worker, without pxr's import
 
         # pytest collects garbage several times per session; the modules just imported are never
         # garbage, so leave them out of every later collection (it halves a small item's cost).
