@@ -56,10 +56,10 @@ class RayEngine:
         if not ray.is_initialized():
             if self.address:
                 ray.init(address=self.address, log_to_driver=False, logging_level="ERROR")
-            else:  # a local cluster started on the spot, its workers importing this checkout
+            else:  # a local cluster started on the spot: its workers inherit this environment
                 path = os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p)
-                ray.init(num_cpus=self.jobs, include_dashboard=False, log_to_driver=False, logging_level="ERROR",
-                         runtime_env={"env_vars": {"PYTHONPATH": path}})
+                os.environ["PYTHONPATH"] = path  # so they import this checkout's verifier
+                ray.init(num_cpus=self.jobs, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
         return ray
 
     def check_inputs(self, ray, items: list[Item]) -> None:

@@ -149,7 +149,8 @@ def _job(root: Path, trials: list[tuple[str, Path, float | None, str]]) -> Path:
         trial = job / f"trial-{n}"
         shutil.copytree(package, trial / "artifacts" / "app")
         (trial / "verifier").mkdir(parents=True)
-        (trial / "result.json").write_text(json.dumps({"task_name": case, "config": {"agent": {"model_name": model}}}))
+        (trial / "result.json").write_text(json.dumps({"id": f"id-{n}", "trial_name": trial.name, "task_name": case,
+                                                       "config": {"agent": {"model_name": model}}}))
         if previous is not None:
             (trial / "verifier" / "reward.json").write_text(json.dumps({"authored_usd": previous}))
     return job
@@ -210,3 +211,35 @@ def test_ray_engine_gives_the_local_engines_grades(tmp_path):
     local = {p.parent.name: _without_timings(p.read_text()) for p in (tmp_path / "local").rglob("grade.json")}
     ray_ = {p.parent.name: _without_timings(p.read_text()) for p in (tmp_path / "ray").rglob("grade.json")}
     assert len(local) == 3 and local == ray_
+
+
+def test_regrade_the_records_store(tmp_path):
+    """Episodes ingested into the store are re-graded into new grade rows, once."""
+    store_module = pytest.importorskip("records.store", reason="the records store is not in this checkout")
+    from records.ingest import ingest
+
+    job = _job(tmp_path, [
+        ("ant_two_joint_faults", DEMO, 0.5, "m1"),
+        ("gen_cartpole_1", CASES / "gen_cartpole_1" / "reference", 0.0, "m2"),
+    ])
+    url = f"sqlite:///{tmp_path / 'records.sqlite'}"
+    store = store_module.open_store(url)
+    ingest(store, [job])
+    episodes = [e.episode_id for e in store.iter_episodes()]
+    store.close()
+    assert len(episodes) == 2
+    code, stdout, stderr = _regrade("--db", url, "--cases", str(CASES), "--where", "model=m2", "-j", "1",
+                                    "--out", str(tmp_path / "out"))
+    assert code == 0, stderr
+    assert "1 to grade" in stderr and "graded 1 in" in stdout
+    code, stdout, stderr = _regrade("--db", url, "--cases", str(CASES), "-j", "1", "--out", str(tmp_path / "out"))
+    assert code == 0 and "1 to grade, 1 already graded" in stderr, stderr
+    store = store_module.open_store(url)
+    try:
+        for episode_id in episodes:
+            grades = [g for g in store.grades(episode_id) if g["origin"] == "regrade"]
+            assert len(grades) == 1, episode_id
+        rewards = sorted(g["authored_usd"] for e in episodes for g in store.grades(e) if g["origin"] == "regrade")
+        assert rewards == [0.5, 1.0]
+    finally:
+        store.close()
