@@ -8,7 +8,8 @@ and partial repairs (the reference with one of the case's faults injected), then
   (a) fresh    one `python -m pytest checks ...` process per submission, J at a time
   (b) local    `usdgrade regrade --engine local -j J`
   (c) ray      `usdgrade regrade --engine ray -j J` (a local Ray cluster of J CPUs, started on the spot)
-and prints wall time (start-up included), grades per minute, peak memory per worker process,
+and prints wall time (start-up included), grades per minute, CPU seconds per grade (all processes,
+where they can be seen: not Ray's), peak memory per worker process,
 the speed-ups, and whether all three wrote identical grades (grade.json without "timings").
 """
 from __future__ import annotations
@@ -85,21 +86,27 @@ def run_fresh(job: Path, out: Path, jobs: int) -> float:
                         str(trial / "artifacts" / "app"), "--out", str(target), "-q", "-p", "no:cacheprovider"],
                        cwd=REPO, capture_output=True, check=False)
 
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), _children_cpu()
     with ThreadPoolExecutor(jobs) as pool:
         list(pool.map(one, _trials(job)))
-    return time.perf_counter() - start
+    return time.perf_counter() - start, _children_cpu() - cpu
 
 
-def run_engine(engine: str, job: Path, out: Path, jobs: int) -> tuple[float, str]:
-    start = time.perf_counter()
+def _children_cpu() -> float:
+    """CPU seconds of every finished child process and the descendants they waited for."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_engine(engine: str, job: Path, out: Path, jobs: int) -> tuple[float, float, str]:
+    start, cpu = time.perf_counter(), _children_cpu()
     proc = subprocess.run([sys.executable, "-m", "scoring.cli", "regrade", str(job), "--cases", str(REPO / "fixtures" / "cases"),
                            "--out", str(out / engine), "--engine", engine, "-j", str(jobs), "--no-progress"],
                           cwd=REPO, capture_output=True, text=True)
     seconds = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"{engine} engine failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr[-3000:]}")
-    return seconds, proc.stdout
+    return seconds, _children_cpu() - cpu, proc.stdout
 
 
 def _grades(folder: Path) -> dict[str, dict]:
@@ -132,16 +139,18 @@ def main(argv: list[str] | None = None) -> int:
         job = build_job(root, count)
         print(f"{count} submissions over {len(CASES)} cases in {job}; parallelism {args.j}")
         rows = []
-        fresh_s = run_fresh(job, root / "out", args.j)
+        fresh_s, fresh_cpu = run_fresh(job, root / "out", args.j)
         fresh_peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0
-        rows.append(("fresh", fresh_s, f"{fresh_peak:.0f}"))
+        rows.append(("fresh", fresh_s, fresh_cpu, f"{fresh_peak:.0f}"))
         engines = ["local"] + ([] if args.no_ray else ["ray"])
         for engine in engines:
-            seconds, stdout = run_engine(engine, job, root / "out", args.j)
-            rows.append((engine, seconds, _peak_worker_mb(stdout)))
-        print(f"{'engine':<8}{'wall s':>10}{'grades/min':>12}{'peak MB/worker':>16}{'vs fresh':>10}")
-        for name, seconds, peak in rows:
-            print(f"{name:<8}{seconds:>10.1f}{60 * count / seconds:>12.1f}{peak:>16}{fresh_s / seconds:>9.2f}x")
+            seconds, cpu, stdout = run_engine(engine, job, root / "out", args.j)
+            # Ray's workers are the cluster's processes, not this one's children: their CPU is not seen.
+            rows.append((engine, seconds, cpu if engine == "local" else None, _peak_worker_mb(stdout)))
+        print(f"{'engine':<8}{'wall s':>10}{'grades/min':>12}{'CPU s/grade':>13}{'peak MB/worker':>16}{'vs fresh':>10}")
+        for name, seconds, cpu, peak in rows:
+            per = f"{cpu / count:.2f}" if cpu is not None else "n/a"
+            print(f"{name:<8}{seconds:>10.1f}{60 * count / seconds:>12.1f}{per:>13}{peak:>16}{fresh_s / seconds:>9.2f}x")
         if "ray" in engines:
             local_s, ray_s = rows[1][1], rows[2][1]
             print(f"ray / local wall time = {ray_s / local_s:.2f}x")

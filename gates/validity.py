@@ -836,6 +836,13 @@ def start_fork_server() -> None:
         _FORK_SERVER = ForkServer(os.path.abspath(__file__), _worker_env())
 
 
+def stop_fork_server() -> None:
+    global _FORK_SERVER
+    if _FORK_SERVER is not None:
+        _FORK_SERVER.close()
+        _FORK_SERVER = None
+
+
 def _forked_worker(cfg_path: str, stderr_path: str, cwd: str):
     if _FORK_SERVER is None:
         return None

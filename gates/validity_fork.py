@@ -120,6 +120,12 @@ class ForkServer:
         return ForkedWorker(self, int(message[1]))
 
     def close(self) -> None:
+        """End the server: its loop ends with its input; killed (with any worker) if it lingers."""
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except OSError:

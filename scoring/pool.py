@@ -38,17 +38,20 @@ def worker_main(conn: Connection, log_path: str | None) -> None:
 
     grader = WarmGrader(log_path=log_path)
     conn.send(("ready", os.getpid()))
-    while True:
-        try:
-            item = conn.recv()
-        except EOFError:
-            return
-        if item is None:
-            return
-        result = grader.grade(Item(**item))
-        conn.send(("done", result.to_dict()))
-        if result.recycle:
-            return
+    try:
+        while True:
+            try:
+                item = conn.recv()
+            except EOFError:
+                return
+            if item is None:
+                return
+            result = grader.grade(Item(**item))
+            conn.send(("done", result.to_dict()))
+            if result.recycle:
+                return
+    finally:
+        grader.close()
 
 
 @dataclass

@@ -124,6 +124,11 @@ class WarmGrader:
         gc.collect()
         gc.freeze()
 
+    def close(self) -> None:
+        from gates import validity
+
+        validity.stop_fork_server()
+
     def grade(self, item: Item) -> ItemResult:
         start = time.perf_counter()
         unreadable = _unreadable(item)
