@@ -243,3 +243,27 @@ def test_regrade_the_records_store(tmp_path):
         assert rewards == [0.5, 1.0]
     finally:
         store.close()
+
+
+def test_refreeze_a_case_of_an_older_scoring_version(tmp_path):
+    cases = tmp_path / "cases"
+    shutil.copytree(CASES / "gen_cartpole_1", cases / "gen_cartpole_1")
+    profile_path = cases / "gen_cartpole_1" / "profile.json"
+    profile = json.loads(profile_path.read_text())
+    profile["scoring_version"] = "0"
+    profile_path.write_text(json.dumps(profile))
+    job = _job(tmp_path, [("gen_cartpole_1", CASES / "gen_cartpole_1" / "reference", 1.0, "m")])
+
+    code, stdout, stderr = _regrade(str(job), "--cases", str(cases), "--out", str(tmp_path / "plain"), "-j", "1")
+    assert code == 0, stderr
+    stale = json.loads(next((tmp_path / "plain").rglob("grade.json")).read_text())
+    assert stale["status"] == "infrastructure_error" and "re-freeze" in stale["infrastructure_error"]
+
+    code, stdout, stderr = _regrade(str(job), "--cases", str(cases), "--out", str(tmp_path / "fresh"), "-j", "1",
+                                    "--refreeze")
+    assert code == 0, stderr
+    grade = json.loads(next((tmp_path / "fresh").rglob("trial-0/grade.json")).read_text())
+    assert grade["status"] == "graded" and grade["authored_usd"] == 1.0
+    refrozen = json.loads(next((tmp_path / "fresh").rglob("cases/gen_cartpole_1/profile.json")).read_text())
+    assert refrozen["scoring_version"] != "0" and refrozen["version"] == f"{profile['version']}+scoring-{refrozen['scoring_version']}"
+    assert grade["profile"]["version"] == refrozen["version"]
