@@ -16,7 +16,6 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import signal
-import tempfile
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -170,7 +169,3 @@ class LocalPool:
         result = infrastructure_result(item, reason, elapsed)
         result.attempts = attempts.get(item.key, 1)
         return result
-
-
-def default_log_dir() -> str:
-    return tempfile.mkdtemp(prefix="usdgrade-regrade-logs-")

@@ -18,9 +18,12 @@ largest movers).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
+from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 from profiles.schema import SCORING_VERSION
@@ -152,33 +155,44 @@ def run(args: argparse.Namespace) -> int:
         print(f"  skipped {s.key}: {s.problem}", file=sys.stderr)
     by_key = {s.key: s for s in todo}
     items = [Item(s.key, str(s.case), str(s.submission)) for s in todo]
-    results: list[tuple[Stored, ItemResult]] = []
+    outcomes: list[Outcome] = []   # small: the grades themselves are written, not kept
     started = time.monotonic()
     with _progress(len(items), not args.no_progress) as bar:
         for result in _engine(args).run(items):
             stored_item = by_key[result.key]
             sink.write(stored_item, result)
-            results.append((stored_item, result))
+            outcomes.append(Outcome.of(stored_item, result))
             bar.update(1)
-    for line in summary_lines(results, time.monotonic() - started):
+    for line in summary_lines(outcomes, time.monotonic() - started):
         print(line)
     return 0
 
 
-def summary_lines(results: list[tuple[Stored, ItemResult]], seconds: float) -> list[str]:
-    import json
+@dataclass(frozen=True)
+class Outcome:
+    key: str
+    status: str
+    previous: float | None
+    reward: float | None
+    worker: str
+    peak_rss_mb: float | None
 
-    from collections import Counter
-
-    statuses, moves, workers = Counter(), [], {}
-    for stored, result in results:
+    @classmethod
+    def of(cls, stored: Stored, result: ItemResult) -> "Outcome":
         grade = json.loads(result.grade_text) if result.grade_text else {}
-        statuses[grade.get("status", "no grade")] += 1
-        new = grade.get("authored_usd")
-        if stored.previous_reward is not None and isinstance(new, (int, float)):
-            moves.append((new - stored.previous_reward, stored.key, stored.previous_reward, new))
-        if result.peak_rss_mb is not None:
-            workers[result.worker] = max(workers.get(result.worker, 0.0), result.peak_rss_mb)
+        reward = grade.get("authored_usd")
+        return cls(stored.key, grade.get("status", "no grade"), stored.previous_reward,
+                   reward if isinstance(reward, (int, float)) else None, result.worker, result.peak_rss_mb)
+
+
+def summary_lines(results: list[Outcome], seconds: float) -> list[str]:
+    statuses, moves, workers = Counter(), [], {}
+    for r in results:
+        statuses[r.status] += 1
+        if r.previous is not None and r.reward is not None:
+            moves.append((r.reward - r.previous, r.key, r.previous, r.reward))
+        if r.peak_rss_mb is not None:
+            workers[r.worker] = max(workers.get(r.worker, 0.0), r.peak_rss_mb)
     if not results:
         return ["nothing graded"]
     rate = 60.0 * len(results) / seconds if seconds > 0 else 0.0

@@ -29,7 +29,7 @@ def _without_timings(text: str) -> str:
 
 
 def _fresh(case: Path, submission: Path, out: Path) -> str:
-    result = run_grade(case, submission, out)
+    run_grade(case, submission, out)
     return (out / "grade.json").read_text()
 
 
