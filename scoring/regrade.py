@@ -122,6 +122,8 @@ def plan(args: argparse.Namespace, stored: list[Stored], sink) -> tuple[list[Sto
     for s in stored:
         if not selected(s, where):
             continue
+        if s.problem is None and not s.submission.is_dir():
+            s.problem = f"no stored submission at {s.submission}"
         if s.problem is None:
             s.case = find_case(cases, s.case_id)
             if s.case is None:

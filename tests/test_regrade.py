@@ -171,6 +171,8 @@ def test_regrade_job_folders_resumes_selects_and_summarises(tmp_path):
         ("gen_cartpole_1", CASES / "gen_cartpole_1" / "input", 0.0, "m2"),
         ("no_such_case", DEMO, None, "m2"),
     ])
+    shutil.copytree(job / "trial-0", job / "trial-9")
+    shutil.rmtree(job / "trial-9" / "artifacts")          # Harbor kept no submission
     out = tmp_path / "out"
     code, stdout, stderr = _regrade(str(job), "--cases", str(CASES), "--out", str(out), "-j", "2", "--where", "model=m1")
     assert code == 0, stderr
@@ -184,8 +186,8 @@ def test_regrade_job_folders_resumes_selects_and_summarises(tmp_path):
 
     code, stdout, stderr = _regrade(str(job), "--cases", str(CASES), "--out", str(out), "-j", "2")
     assert code == 0, stderr
-    assert "1 to grade, 2 already graded at this version, 1 cannot be graded" in stderr
-    assert "no case 'no_such_case'" in stderr
+    assert "1 to grade, 2 already graded at this version, 2 cannot be graded" in stderr
+    assert "no case 'no_such_case'" in stderr and "no stored submission" in stderr
     assert sorted(p.parent.name for p in out.rglob("grade.json")) == ["trial-0", "trial-1", "trial-2"]
 
 
