@@ -96,7 +96,9 @@ class LocalPool:
         """Grade every item; yield each result as it arrives (not in input order)."""
         pending: deque[Item] = deque(items)
         attempts: dict[str, int] = {}
-        slots = [self._spawn() for _ in range(min(self.jobs, max(len(pending), 1)))]
+        if not pending:
+            return
+        slots = [self._spawn() for _ in range(min(self.jobs, len(pending)))]
         try:
             while pending or any(s.item is not None for s in slots):
                 for slot in slots:
