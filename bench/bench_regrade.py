@@ -87,8 +87,11 @@ def run_fresh(job: Path, out: Path, jobs: int) -> float:
                        cwd=REPO, capture_output=True, check=False)
 
     start, cpu = time.perf_counter(), _children_cpu()
-    with ThreadPoolExecutor(jobs) as pool:
+    pool = ThreadPoolExecutor(jobs)
+    try:
         list(pool.map(one, _trials(job)))
+    finally:  # an interrupted bench stops after the grades already running
+        pool.shutdown(wait=True, cancel_futures=True)
     return time.perf_counter() - start, _children_cpu() - cpu
 
 
