@@ -54,6 +54,8 @@ class Comparison:
     # Gate measurements by (family, measure, target): preservation and objective gates
     # look at the same elements, and each is measured once (see registry.measure).
     memo: dict = field(default_factory=dict, init=False, compare=False, repr=False)
+    # Rigid fits of component pairs (checks/geometry.py), shared by placement and shape.
+    fits: dict = field(default_factory=dict, init=False, compare=False, repr=False)
 
 
 MeasureFn = Callable[[Comparison, str], "dict[str, Component] | Unmeasured"]

@@ -840,6 +840,46 @@ def _make_tempdir(root: str) -> str:
     return tmp
 
 
+def _worker_env() -> dict:
+    env = dict(os.environ)
+    env.update({
+        "PXR_WORK_THREAD_LIMIT": "2",
+        "MALLOC_ARENA_MAX": "2",
+        "PYTHONDONTWRITEBYTECODE": "1",
+    })
+    env.pop("PYTHONSTARTUP", None)
+    return env
+
+
+# A process that grades many submissions forks each worker from a server that imported pxr
+# once (gates/validity_fork.py); otherwise, and whenever the server fails, a fresh interpreter.
+_FORK_SERVER = None
+
+
+def start_fork_server() -> None:
+    global _FORK_SERVER
+    from .validity_fork import ForkServer
+
+    if _FORK_SERVER is None or not _FORK_SERVER.alive():
+        _FORK_SERVER = ForkServer(os.path.abspath(__file__), _worker_env())
+
+
+def stop_fork_server() -> None:
+    global _FORK_SERVER
+    if _FORK_SERVER is not None:
+        _FORK_SERVER.close()
+        _FORK_SERVER = None
+
+
+def _forked_worker(cfg_path: str, stderr_path: str, cwd: str):
+    if _FORK_SERVER is None:
+        return None
+    try:
+        return _FORK_SERVER.spawn(cfg_path, stderr_path, cwd)
+    except OSError:  # the server is gone: this worker starts fresh
+        return None
+
+
 def _run_worker(root: str, root_layer: str, limits: ResourceLimits, timeout_s: float,
                 memory_bytes: int, reference: str | None = None) -> tuple[dict, str | None]:
     """Run the USD part in a capped subprocess.  Returns (result, infra_error)."""
@@ -862,23 +902,16 @@ def _run_worker(root: str, root_layer: str, limits: ResourceLimits, timeout_s: f
         }
         with open(cfg_path, "w", encoding="utf-8") as fh:
             json.dump(cfg, fh)
-        env = dict(os.environ)
-        env.update({
-            "PXR_WORK_THREAD_LIMIT": "2",
-            "MALLOC_ARENA_MAX": "2",
-            "PYTHONDONTWRITEBYTECODE": "1",
-        })
-        env.pop("PYTHONSTARTUP", None)
         start = time.monotonic()
         with open(stderr_path, "wb") as err:
             try:
-                proc = subprocess.Popen(
+                proc = _forked_worker(cfg_path, stderr_path, tmp) or subprocess.Popen(
                     [sys.executable, "-c", _WORKER_BOOT, os.path.abspath(__file__), cfg_path],
                     stdin=subprocess.DEVNULL,
                     stdout=err,
                     stderr=err,
                     cwd=tmp,
-                    env=env,
+                    env=_worker_env(),
                     start_new_session=True,
                 )
             except OSError as exc:
@@ -1417,12 +1450,15 @@ class _Worker:
         ok, extra = self.read(loc, "composition dependencies",
                               lambda: list(layer.GetCompositionAssetDependencies()))
         listed = set(sublayers or [])
-        extra_paths = [p for p in (extra or []) if p and p not in listed]
+        # A set (its order follows the process's string hashing): sorted, so that the same
+        # package gives the same report in every process.
+        extra_paths = sorted(p for p in (extra or []) if p and p not in listed)
 
         seen_arcs: set[str] = set()
 
         def metadata(spec, spath: str) -> None:
-            for key in spec.ListInfoKeys():
+            # Sorted: Sdf lists the keys in an order that varies from process to process.
+            for key in sorted(spec.ListInfoKeys()):
                 if key in _SKIP_INFO_KEYS:
                     continue
                 if key in ("references", "payload"):
@@ -1482,7 +1518,7 @@ class _Worker:
         lim = self.limits
         apath = str(attr.path)
         is_points = attr.name == "points"
-        for key in attr.ListInfoKeys():
+        for key in sorted(attr.ListInfoKeys()):
             ok, value = self.read(loc, f"{key} of <{apath}>", lambda k=key: attr.GetInfo(k))
             if not ok or value is None:
                 continue

@@ -16,6 +16,7 @@ from pathlib import Path
 from pxr import Gf, Sdf, Tf, Usd, UsdGeom, UsdPhysics
 
 from . import authoring, spatial
+from .materials import texture_digest_scope
 from .parts import owner_body, read_parts
 from .model import ArticulationRoot, Body, BodyShape, Drive, Joint, Limit, Pose, StageSnapshot
 
@@ -53,7 +54,8 @@ def read_snapshot(root_layer: str | Path, sampling: dict | None = None) -> Stage
     stage = open_stage(root_layer)
     opened = round(time.perf_counter() - start, 6)
     try:
-        result = snapshot(stage, str(root_layer), sampling)
+        with texture_digest_scope():
+            result = snapshot(stage, str(root_layer), sampling)
     except Tf.ErrorException as error:  # USD itself refused a value of this stage
         raise StageOpenError(f"cannot read {root_layer}: {str(error).strip()}") from error
     result.timings["open"] = opened

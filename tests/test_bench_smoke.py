@@ -23,3 +23,14 @@ def test_bench_grade_quick_prints_table():
     assert re.search(r"^ratio small:\S+: grade/floor = [\d.]+x", out, re.M), out
     assert "peer: skipped (--no-peer)" in out
     assert re.search(r"^serial vs -n 2 on \S+: serial [\d.]+ s .* -n 2 / serial = [\d.]+x; reward 1.0$", out, re.M), out
+
+
+def test_bench_regrade_prints_throughput_and_identical_grades():
+    proc = subprocess.run([sys.executable, "bench/bench_regrade.py", "--count", "4", "--no-ray"],
+                          cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    out = proc.stdout
+    assert re.search(r"^fresh\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+\d+\s+1\.00x$", out, re.M), out
+    assert re.search(r"^local\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+\d+\s+[\d.]+x$", out, re.M), out
+    assert "identical grades fresh vs local: 4/4" in out
+    assert "identical grades across engines: yes" in out

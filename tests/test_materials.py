@@ -375,9 +375,11 @@ def test_texture_size_limit_and_cache(tmp_path, monkeypatch):
     assert visual_material(c.GetPrim()).textures == {"diffuseColor": f"too_large:{len(data)}"}
     monkeypatch.setattr(M, "MAX_TEXTURE_BYTES", 64 * 1024 * 1024)
     (tmp_path / "big.png").write_bytes(data + b"\0")          # rewritten: the cache must not go stale
-    got = visual_material(c.GetPrim()).textures["diffuseColor"]
-    assert got == "sha256:" + hashlib.sha256(data + b"\0").hexdigest()
-    assert any(k[0] == str(tmp_path / "big.png") for k in M._DIGESTS)
+    with M.texture_digest_scope():                            # the cache of one stage read
+        got = visual_material(c.GetPrim()).textures["diffuseColor"]
+        assert got == "sha256:" + hashlib.sha256(data + b"\0").hexdigest()
+        assert any(k[0] == str(tmp_path / "big.png") for k in M._DIGESTS.get())
+    assert M._DIGESTS.get() is None                           # nothing outlives the read
 
 
 def test_udim_and_usdz_textures(tmp_path):

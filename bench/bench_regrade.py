@@ -1,0 +1,178 @@
+"""Re-grading throughput: fresh processes against the warm engines, at equal parallelism.
+
+    python bench/bench_regrade.py [--quick] [--count N] [-j 2] [--no-ray] [--keep DIR]
+
+Builds one Harbor-shaped job folder of N stored submissions (default 200; --quick 24) over four
+fixture cases, rotating through each case's reference, its input, the demo's one-fault repair
+and partial repairs (the reference with one of the case's faults injected), then grades them all:
+  (a) fresh    one `python -m pytest checks ...` process per submission, J at a time
+  (b) local    `usdgrade regrade --engine local -j J`
+  (c) ray      `usdgrade regrade --engine ray -j J` (a local Ray cluster of J CPUs, started on the spot)
+and prints wall time (start-up included), grades per minute, CPU seconds per grade (all processes,
+where they can be seen: not Ray's), peak memory per worker process,
+the speed-ups, and whether all three wrote identical grades (grade.json without "timings").
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+CASES = ["ant_two_joint_faults", "cabinet_drawer_door", "gripper_hull_and_mass", "hopper_body_and_com"]
+DEMO = ("ant_two_joint_faults", REPO / "fixtures" / "submissions" / "ant_two_joint_faults_one_repair")
+VERSION_GLOB = "scoring-*_verifier-*"
+
+
+def _variants(case: str, scratch: Path) -> list[tuple[str, Path]]:
+    """(label, package) submissions for one case: reference, input, partial repairs."""
+    from profiles.case import load_case
+    from profiles.inject import InjectionError, inject
+
+    folder = REPO / "fixtures" / "cases" / case
+    out = [("reference", folder / "reference"), ("input", folder / "input")]
+    if case == DEMO[0]:
+        out.append(("one_repair", DEMO[1]))
+    profile = load_case(folder).profile
+    for fault in profile.faults if len(profile.faults) > 1 else ():
+        target = scratch / f"{case}-{fault.id}"
+        try:
+            inject(folder / "reference", target, [(fault.kind, fault.target)], seed=0)
+        except InjectionError:
+            continue
+        out.append((f"only_{fault.id}", target))
+    return out
+
+
+def build_job(root: Path, count: int, cases: list[str] = CASES) -> Path:
+    """A Harbor-shaped job folder of `count` trials: result.json, artifacts/app, verifier/reward.json."""
+    job = root / "job"
+    scratch = root / "variants"
+    scratch.mkdir(parents=True, exist_ok=True)
+    pool = [(case, label, package) for case in cases for label, package in _variants(case, scratch)]
+    for n in range(count):
+        case, label, package = pool[n % len(pool)]
+        trial = job / f"trial-{n:04d}"
+        shutil.copytree(package, trial / "artifacts" / "app", symlinks=True)
+        (trial / "verifier").mkdir(parents=True)
+        (trial / "result.json").write_text(json.dumps({
+            "id": f"trial-{n:04d}", "task_name": case, "trial_name": trial.name,
+            "config": {"agent": {"name": "bench", "model_name": f"model-{label}"}},
+        }))
+        (trial / "verifier" / "reward.json").write_text(json.dumps({"authored_usd": 0.5}))
+    (job / "result.json").write_text("{}")
+    return job
+
+
+def _trials(job: Path) -> list[Path]:
+    return sorted(p for p in job.iterdir() if p.is_dir())
+
+
+def run_fresh(job: Path, out: Path, jobs: int) -> float:
+    """(a): the operator's command once per submission, `jobs` at a time."""
+    def one(trial: Path) -> None:
+        case = REPO / "fixtures" / "cases" / json.loads((trial / "result.json").read_text())["task_name"]
+        target = out / "fresh" / job.name / trial.name
+        subprocess.run([sys.executable, "-m", "pytest", "checks", "--case", str(case), "--submission",
+                        str(trial / "artifacts" / "app"), "--out", str(target), "-q", "-p", "no:cacheprovider"],
+                       cwd=REPO, capture_output=True, check=False)
+
+    start, cpu = time.perf_counter(), _children_cpu()
+    pool = ThreadPoolExecutor(jobs)
+    try:
+        list(pool.map(one, _trials(job)))
+    finally:  # an interrupted bench stops after the grades already running
+        pool.shutdown(wait=True, cancel_futures=True)
+    return time.perf_counter() - start, _children_cpu() - cpu
+
+
+def _children_cpu() -> float:
+    """CPU seconds of every finished child process and the descendants they waited for."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_engine(engine: str, job: Path, out: Path, jobs: int) -> tuple[float, float, str]:
+    start, cpu = time.perf_counter(), _children_cpu()
+    proc = subprocess.run([sys.executable, "-m", "scoring.cli", "regrade", str(job), "--cases", str(REPO / "fixtures" / "cases"),
+                           "--out", str(out / engine), "--engine", engine, "-j", str(jobs), "--no-progress"],
+                          cwd=REPO, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"{engine} engine failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr[-3000:]}")
+    return seconds, _children_cpu() - cpu, proc.stdout
+
+
+def _grades(folder: Path) -> dict[str, dict]:
+    found = {}
+    for path in sorted(folder.rglob("grade.json")):
+        grade = json.loads(path.read_text())
+        grade.pop("timings", None)
+        found[path.parent.name] = grade
+    return found
+
+
+def _peak_worker_mb(stdout: str) -> str:
+    for line in stdout.splitlines():
+        if line.startswith("peak memory per worker:"):
+            return line.split(":", 1)[1].split("MB")[0].strip()
+    return "?"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="24 submissions (about a minute or two)")
+    parser.add_argument("--count", type=int, default=None)
+    parser.add_argument("-j", type=int, default=2, help="parallelism of every engine (default 2)")
+    parser.add_argument("--no-ray", action="store_true")
+    parser.add_argument("--keep", help="build and grade in this folder and keep it")
+    args = parser.parse_args(argv)
+    count = args.count or (24 if args.quick else 200)
+    root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="usdgrade-bench-regrade-"))
+    try:
+        job = build_job(root, count)
+        print(f"{count} submissions over {len(CASES)} cases in {job}; parallelism {args.j}")
+        rows = []
+        fresh_s, fresh_cpu = run_fresh(job, root / "out", args.j)
+        fresh_peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0
+        rows.append(("fresh", fresh_s, fresh_cpu, f"{fresh_peak:.0f}"))
+        engines = ["local"] + ([] if args.no_ray else ["ray"])
+        for engine in engines:
+            seconds, cpu, stdout = run_engine(engine, job, root / "out", args.j)
+            # Ray's workers are the cluster's processes, not this one's children: their CPU is not seen.
+            rows.append((engine, seconds, cpu if engine == "local" else None, _peak_worker_mb(stdout)))
+        print(f"{'engine':<8}{'wall s':>10}{'grades/min':>12}{'CPU s/grade':>13}{'peak MB/worker':>16}{'vs fresh':>10}")
+        for name, seconds, cpu, peak in rows:
+            per = f"{cpu / count:.2f}" if cpu is not None else "n/a"
+            print(f"{name:<8}{seconds:>10.1f}{60 * count / seconds:>12.1f}{per:>13}{peak:>16}{fresh_s / seconds:>9.2f}x")
+        if "ray" in engines:
+            local_s, ray_s = rows[1][1], rows[2][1]
+            print(f"ray / local wall time = {ray_s / local_s:.2f}x")
+        reference = _grades(root / "out" / "fresh")
+        same = len(reference) == count
+        for engine in engines:
+            graded = _grades(root / "out" / engine)
+            differ = sorted(k for k in reference if graded.get(k) != reference[k])
+            same = same and not differ and len(graded) == count
+            print(f"identical grades fresh vs {engine}: {len(reference) - len(differ)}/{count}"
+                  + (f" (differ: {', '.join(differ[:5])})" if differ else ""))
+        rewards = sorted({round(g["authored_usd"], 4) for g in reference.values()})
+        print(f"rewards seen: {rewards}")
+        print("identical grades across engines: " + ("yes" if same else "NO"))
+        return 0 if same else 1
+    finally:
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,34 @@
+"""Faulty pool workers for tests/test_regrade.py (a module of its own: spawned workers import it).
+
+The worker speaks scoring/pool.py's protocol and grades like the real one, except for items
+whose key asks for trouble: `crash*` ends the process on every attempt, `flaky*` on the first
+attempt only (a marker file beside the submission remembers it), `hang*` never answers.
+"""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+
+def faulty_worker(conn, log_path):
+    os.setpgrp()
+    from scoring.warm import Item, WarmGrader
+
+    grader = WarmGrader(log_path=log_path)
+    conn.send(("ready", os.getpid()))
+    while True:
+        item = conn.recv()
+        if item is None:
+            return
+        key = item["key"]
+        if key.startswith("crash"):
+            os._exit(9)
+        if key.startswith("flaky"):
+            marker = Path(item["submission"]).parent / f"{key}.crashed"
+            if not marker.exists():
+                marker.touch()
+                os._exit(9)
+        if key.startswith("hang"):
+            time.sleep(3600)
+        conn.send(("done", grader.grade(Item(**item)).to_dict()))

@@ -1,0 +1,287 @@
+"""Re-grading at scale: the warm grader, the local pool, the Ray engine and `usdgrade regrade`.
+
+The warm grader's grade.json must be the fresh `pytest checks` process's, byte for byte apart
+from "timings"; the pool must contain what a session cannot (a hang, a dying worker); the
+command must resume, select and summarise.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from scoring import pool as pool_module
+from scoring.run import run_grade
+from scoring.warm import Item, WarmGrader
+
+REPO = Path(__file__).resolve().parent.parent
+CASES = REPO / "fixtures" / "cases"
+DEMO = REPO / "fixtures" / "submissions" / "ant_two_joint_faults_one_repair"
+
+
+def _without_timings(text: str) -> str:
+    grade = json.loads(text)
+    grade.pop("timings")
+    return json.dumps(grade, sort_keys=True)
+
+
+def _fresh(case: Path, submission: Path, out: Path) -> str:
+    run_grade(case, submission, out)
+    return (out / "grade.json").read_text()
+
+
+@pytest.fixture(scope="module")
+def grader():
+    return WarmGrader()
+
+
+def _invalid_package(tmp: Path) -> Path:
+    pkg = tmp / "invalid"
+    pkg.mkdir(parents=True)
+    (pkg / "robot.usda").write_text('#usda 1.0\n(\n    subLayers = [@../outside.usda@]\n)\n')
+    return pkg
+
+
+SUBMISSIONS = [  # (case, submission: a side of the case, or a path)
+    ("ant_two_joint_faults", DEMO),
+    ("ant_two_joint_faults", "reference"),
+    ("ant_two_joint_faults", "input"),
+    ("cabinet_drawer_door", "input"),
+    ("cabinet_hierarchy_and_visual", "reference"),   # a textured asset
+    ("gripper_hull_and_mass", "reference"),
+    ("gen_cheetah_2", "input"),                     # a broken asset path: composition errors
+]
+
+
+def test_warm_grades_are_the_fresh_command_byte_for_byte(grader, tmp_path):
+    """Several cases, one process: references read once, per-item state never carried over."""
+    items = [(case, side if isinstance(side, Path) else CASES / case / side) for case, side in SUBMISSIONS]
+    items.append(("hopper_body_and_com", _invalid_package(tmp_path)))
+    items.append(("ant_two_joint_faults", DEMO))  # again, after other cases: a cache hit
+    for n, (case, submission) in enumerate(items):
+        warm = grader.grade(Item(f"item-{n}", str(CASES / case), str(submission)))
+        fresh = _fresh(CASES / case, submission, tmp_path / f"fresh-{n}")
+        assert _without_timings(warm.grade_text) == _without_timings(fresh), (case, submission)
+        assert json.loads(warm.reward_text) == json.loads((tmp_path / f"fresh-{n}" / "reward.json").read_text())
+        assert warm.exit_code == 0 and not warm.recycle
+    statuses = {json.loads(grader.grade(Item("again", str(CASES / "hopper_body_and_com"),
+                                             str(_invalid_package(tmp_path / "x")))).grade_text)["status"]}
+    assert statuses == {"invalid"}
+    assert grader.references.hits >= 2
+
+
+def test_another_package_at_the_same_path_is_read_from_disk(grader, tmp_path):
+    """Harbor re-creates every submission at the same path: nothing of the last one may be reused."""
+    case = CASES / "cabinet_hierarchy_and_visual"
+    where = tmp_path / "app"
+    shutil.copytree(case / "reference", where)
+    first = json.loads(grader.grade(Item("a", str(case), str(where))).grade_text)
+    shutil.rmtree(where)
+    shutil.copytree(case / "input", where)
+    second = grader.grade(Item("b", str(case), str(where)))
+    assert first["authored_usd"] == 1.0
+    assert _without_timings(second.grade_text) == _without_timings(_fresh(case, where, tmp_path / "fresh"))
+    assert json.loads(second.grade_text)["authored_usd"] == 0.0
+
+
+def test_planted_conftest_and_ini_in_a_submission_never_run_in_the_warm_grader(grader, tmp_path):
+    """The warm session takes the sealed arguments: nothing in the submission is imported or read."""
+    case = CASES / "ant_two_joint_faults"
+    app = tmp_path / "app"
+    shutil.copytree(case / "input", app)
+    marker = tmp_path / "PLANTED_RAN"
+    payload = f"open({str(marker)!r}, 'w').write('x')\nimport scoring.reward as r\nr.reward = lambda *a, **k: 1.0\n"
+    for relative in ("conftest.py", "tests/conftest.py", "checks/conftest.py", "pwned_plugin.py"):
+        (app / relative).parent.mkdir(parents=True, exist_ok=True)
+        (app / relative).write_text(payload)
+    (app / "pytest.ini").write_text("[pytest]\naddopts = -p pwned_plugin\npythonpath = .\n")
+    grade = json.loads(grader.grade(Item("planted", str(case), str(app))).grade_text)
+    assert not marker.exists(), "a planted file ran inside the warm grade"
+    assert grade["status"] == "graded" and grade["authored_usd"] == 0.0
+
+
+def test_a_case_that_is_not_there_is_an_infrastructure_error(grader, tmp_path):
+    result = grader.grade(Item("gone", str(tmp_path / "no-case"), str(DEMO)))
+    grade = json.loads(result.grade_text)
+    assert grade["status"] == "infrastructure_error" and result.exit_code == 3
+    assert "not readable" in grade["infrastructure_error"]
+    assert json.loads(result.reward_text) == {"authored_usd": 0.0}
+
+
+def test_validity_forked_from_the_server_reports_what_a_fresh_worker_reports(tmp_path_factory):
+    """Every offence of the validity suite, through the fork server and through a fresh worker."""
+    from gates import validity
+    from test_validity_rules import CASES as OFFENCES
+
+    server = validity._FORK_SERVER
+    names = ["clean", "malformed_usda", "random_usdc", "usdz_member_escape", "self_sublayer", "texture_escape",
+             "too_many_prims", "crate_claims_billions", "missing_variant_payload"]
+    try:
+        for name in names:
+            case = OFFENCES[name]
+            submission = case.build(tmp_path_factory.mktemp(name))
+            validity._FORK_SERVER = None
+            fresh = validity.check_submission(submission, case.limits).to_json()
+            validity.start_fork_server()
+            forked = validity.check_submission(submission, case.limits).to_json()
+            assert forked == fresh, name
+    finally:
+        if validity._FORK_SERVER is not None and validity._FORK_SERVER is not server:
+            validity._FORK_SERVER.close()
+        validity._FORK_SERVER = server
+
+
+class _FaultyPool(pool_module.LocalPool):
+    from regrade_workers import faulty_worker as _faulty
+
+    worker = staticmethod(_faulty)
+
+
+def test_pool_contains_hangs_and_dying_workers(tmp_path):
+    case = CASES / "gen_cartpole_1"
+    subs = {}
+    for key in ("crash-1", "flaky-1", "hang-1", "ok-1", "ok-2"):
+        subs[key] = tmp_path / key / "app"
+        shutil.copytree(case / "reference", subs[key])
+    items = [Item(key, str(case), str(path)) for key, path in subs.items()]
+    results = {r.key: r for r in _FaultyPool(2, time_limit=20.0).run(items)}
+    assert sorted(results) == sorted(subs)
+    grades = {key: json.loads(r.grade_text) for key, r in results.items()}
+    assert grades["crash-1"]["status"] == "infrastructure_error" and results["crash-1"].attempts == 2
+    assert "died" in grades["crash-1"]["infrastructure_error"]
+    assert grades["hang-1"]["infrastructure_error"] == "time limit of 20 s exceeded: the grade did not finish"
+    assert json.loads(results["hang-1"].reward_text) == {"authored_usd": 0.0}
+    for key in ("flaky-1", "ok-1", "ok-2"):
+        assert grades[key]["status"] == "graded" and grades[key]["authored_usd"] == 1.0, key
+    assert results["flaky-1"].attempts == 2
+
+
+def _job(root: Path, trials: list[tuple[str, Path, float | None, str]]) -> Path:
+    job = root / "job-1"
+    for n, (case, package, previous, model) in enumerate(trials):
+        trial = job / f"trial-{n}"
+        shutil.copytree(package, trial / "artifacts" / "app")
+        (trial / "verifier").mkdir(parents=True)
+        (trial / "result.json").write_text(json.dumps({"id": f"id-{n}", "trial_name": trial.name, "task_name": case,
+                                                       "config": {"agent": {"model_name": model}}}))
+        if previous is not None:
+            (trial / "verifier" / "reward.json").write_text(json.dumps({"authored_usd": previous}))
+    return job
+
+
+def _regrade(*args: str) -> tuple[int, str, str]:
+    import subprocess
+
+    proc = subprocess.run([sys.executable, "-m", "scoring.cli", "regrade", *args, "--no-progress"],
+                          cwd=REPO, capture_output=True, text=True, timeout=600)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def test_regrade_job_folders_resumes_selects_and_summarises(tmp_path):
+    job = _job(tmp_path, [
+        ("ant_two_joint_faults", DEMO, 0.5, "m1"),
+        ("ant_two_joint_faults", CASES / "ant_two_joint_faults" / "reference", 0.25, "m1"),
+        ("gen_cartpole_1", CASES / "gen_cartpole_1" / "input", 0.0, "m2"),
+        ("no_such_case", DEMO, None, "m2"),
+    ])
+    shutil.copytree(job / "trial-0", job / "trial-9")
+    shutil.rmtree(job / "trial-9" / "artifacts")          # Harbor kept no submission
+    out = tmp_path / "out"
+    code, stdout, stderr = _regrade(str(job), "--cases", str(CASES), "--out", str(out), "-j", "2", "--where", "model=m1")
+    assert code == 0, stderr
+    assert "2 to grade" in stderr
+    assert "rewards moved: 1 of 2" in stdout and "job-1/trial-1: 0.2500 -> 1.0000 (+0.7500)" in stdout
+    graded = sorted(p.parent.name for p in out.rglob("grade.json"))
+    assert graded == ["trial-0", "trial-1"]
+    fresh = _fresh(CASES / "ant_two_joint_faults", job / "trial-0" / "artifacts" / "app", tmp_path / "fresh")
+    version = next(out.iterdir())
+    assert _without_timings((version / "job-1" / "trial-0" / "grade.json").read_text()) == _without_timings(fresh)
+
+    code, stdout, stderr = _regrade(str(job), "--cases", str(CASES), "--out", str(out), "-j", "2")
+    assert code == 0, stderr
+    assert "1 to grade, 2 already graded at this version, 2 cannot be graded" in stderr
+    assert "no case 'no_such_case'" in stderr and "no stored submission" in stderr
+    assert sorted(p.parent.name for p in out.rglob("grade.json")) == ["trial-0", "trial-1", "trial-2"]
+
+
+def test_regrade_refuses_a_bad_selection(tmp_path):
+    code, _, stderr = _regrade(str(tmp_path), "--cases", str(CASES), "--where", "colour=red")
+    assert code == 2 and "--where" in stderr
+    code, _, stderr = _regrade("--cases", str(CASES))
+    assert code == 2 and "job folders or --db" in stderr
+
+
+def test_ray_engine_gives_the_local_engines_grades(tmp_path):
+    pytest.importorskip("ray", reason="the ray extra is not installed")
+    job = _job(tmp_path, [
+        ("ant_two_joint_faults", DEMO, 0.5, "m"),
+        ("cabinet_drawer_door", CASES / "cabinet_drawer_door" / "input", 0.0, "m"),
+        ("gen_cartpole_1", CASES / "gen_cartpole_1" / "reference", 1.0, "m"),
+    ])
+    for engine in ("local", "ray"):
+        code, stdout, stderr = _regrade(str(job), "--cases", str(CASES), "--out", str(tmp_path / engine),
+                                        "--engine", engine, "-j", "2")
+        assert code == 0, stderr
+        assert "graded 3 in" in stdout
+    local = {p.parent.name: _without_timings(p.read_text()) for p in (tmp_path / "local").rglob("grade.json")}
+    ray_ = {p.parent.name: _without_timings(p.read_text()) for p in (tmp_path / "ray").rglob("grade.json")}
+    assert len(local) == 3 and local == ray_
+
+
+def test_regrade_the_records_store(tmp_path):
+    """Episodes ingested into the store are re-graded into new grade rows, once."""
+    store_module = pytest.importorskip("records.store", reason="the records store is not in this checkout")
+    from records.ingest import ingest
+
+    job = _job(tmp_path, [
+        ("ant_two_joint_faults", DEMO, 0.5, "m1"),
+        ("gen_cartpole_1", CASES / "gen_cartpole_1" / "reference", 0.0, "m2"),
+    ])
+    url = f"sqlite:///{tmp_path / 'records.sqlite'}"
+    store = store_module.open_store(url)
+    ingest(store, [job])
+    episodes = [e.episode_id for e in store.iter_episodes()]
+    store.close()
+    assert len(episodes) == 2
+    code, stdout, stderr = _regrade("--db", url, "--cases", str(CASES), "--where", "model=m2", "-j", "1",
+                                    "--out", str(tmp_path / "out"))
+    assert code == 0, stderr
+    assert "1 to grade" in stderr and "graded 1 in" in stdout
+    code, stdout, stderr = _regrade("--db", url, "--cases", str(CASES), "-j", "1", "--out", str(tmp_path / "out"))
+    assert code == 0 and "1 to grade, 1 already graded" in stderr, stderr
+    store = store_module.open_store(url)
+    try:
+        for episode_id in episodes:
+            grades = [g for g in store.grades(episode_id) if g["origin"] == "regrade"]
+            assert len(grades) == 1, episode_id
+        rewards = sorted(g["authored_usd"] for e in episodes for g in store.grades(e) if g["origin"] == "regrade")
+        assert rewards == [0.5, 1.0]
+    finally:
+        store.close()
+
+
+def test_refreeze_a_case_of_an_older_scoring_version(tmp_path):
+    cases = tmp_path / "cases"
+    shutil.copytree(CASES / "gen_cartpole_1", cases / "gen_cartpole_1")
+    profile_path = cases / "gen_cartpole_1" / "profile.json"
+    profile = json.loads(profile_path.read_text())
+    profile["scoring_version"] = "0"
+    profile_path.write_text(json.dumps(profile))
+    job = _job(tmp_path, [("gen_cartpole_1", CASES / "gen_cartpole_1" / "reference", 1.0, "m")])
+
+    code, stdout, stderr = _regrade(str(job), "--cases", str(cases), "--out", str(tmp_path / "plain"), "-j", "1")
+    assert code == 0, stderr
+    stale = json.loads(next((tmp_path / "plain").rglob("grade.json")).read_text())
+    assert stale["status"] == "infrastructure_error" and "re-freeze" in stale["infrastructure_error"]
+
+    code, stdout, stderr = _regrade(str(job), "--cases", str(cases), "--out", str(tmp_path / "fresh"), "-j", "1",
+                                    "--refreeze")
+    assert code == 0, stderr
+    grade = json.loads(next((tmp_path / "fresh").rglob("trial-0/grade.json")).read_text())
+    assert grade["status"] == "graded" and grade["authored_usd"] == 1.0
+    refrozen = json.loads(next((tmp_path / "fresh").rglob("cases/gen_cartpole_1/profile.json")).read_text())
+    assert refrozen["scoring_version"] != "0" and refrozen["version"] == f"{profile['version']}+scoring-{refrozen['scoring_version']}"
+    assert grade["profile"]["version"] == refrozen["version"]
