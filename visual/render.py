@@ -31,6 +31,7 @@ OUTLINE = 0.55                      # part outlines: colour multiplied by this
 FALLBACK_COLOR = (0.18, 0.18, 0.18)  # UsdPreviewSurface default diffuse
 ROOT_SUFFIXES = (".usd", ".usda", ".usdc", ".usdz")
 FRAGMENT_BUDGET = 3_000_000          # candidate (triangle, pixel) pairs per chunk
+ROLES = ("reference", "candidate", "difference")
 
 # name -> (direction the camera looks along, screen-up hint); Z-up world after normalisation.
 VIEWS: dict[str, tuple[tuple[float, float, float], tuple[float, float, float]]] = {
@@ -303,13 +304,22 @@ def sha256(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
+def difference(reference: np.ndarray, candidate: np.ndarray) -> np.ndarray:
+    """Black where the two renders agree; the candidate's pixel where they differ (a missing part
+    shows the background's grey, so every difference is bright against black)."""
+    differs = np.any(reference != candidate, axis=-1)
+    out = np.zeros_like(candidate)
+    out[differs] = np.maximum(candidate[differs], 64)     # never so dark it reads as agreement
+    return out
+
+
 def render_pair(reference: Path, candidate: Path, out_dir: Path | None = None,
                 views=tuple(VIEWS), size: int = SIZE) -> dict:
-    """Render both packages in every view, framed on their union bounds.
+    """Render both packages in every view, framed on their union bounds, and their difference.
 
-    Returns {"renderer", "size", "views", "bounds", "reference": {view: {file, digest, png}},
-    "candidate": {...}}; PNG bytes are under "png" (dropped by the caller before recording).
-    Files go to out_dir/<role>_<view>.png when out_dir is given.
+    Returns {"renderer", "size", "views", "bounds", "reference": {view: {file, digest, png, ...}},
+    "candidate": {...}, "difference": {view: {..., "differing_pixels"}}}; PNG bytes are under "png"
+    (dropped by the caller before recording). Files go to out_dir/<role>_<view>.png when out_dir is given.
     """
     scenes = {"reference": load_scene(reference), "candidate": load_scene(candidate)}
     bounds = union_bounds(*scenes.values())
@@ -320,11 +330,16 @@ def render_pair(reference: Path, candidate: Path, out_dir: Path | None = None,
                     "skipped_ground_planes": {k: s.skipped_planes for k, s in scenes.items()}}
     if out_dir is not None:
         Path(out_dir).mkdir(parents=True, exist_ok=True)
-    for role, scene in scenes.items():
-        result[role] = {}
-        for view in views:
-            png = encode_png(rasterize(scene, camera(view, bounds, size)))
+    result.update({role: {} for role in ROLES})
+    for view in views:
+        cam = camera(view, bounds, size)
+        pixels = {role: rasterize(scene, cam) for role, scene in scenes.items()}
+        pixels["difference"] = difference(pixels["reference"], pixels["candidate"])
+        for role in ROLES:
+            png = encode_png(pixels[role])
             entry = {"file": f"{role}_{view}.png", "digest": sha256(png), "png": png}
+            if role == "difference":
+                entry["differing_pixels"] = int(np.count_nonzero(np.any(pixels[role] != 0, axis=-1)))
             if out_dir is not None:
                 (Path(out_dir) / entry["file"]).write_bytes(png)
             result[role][view] = entry
