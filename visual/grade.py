@@ -69,7 +69,7 @@ def _usage_total(votes: list[dict]) -> dict:
 def run_visual(case: Path, submission: Path, grade_path: Path, out: Path, *, authorize: bool = False,
                judge=None, judge_kind: str = "anthropic", judge_model: str | None = None, votes: int = 1,
                rubric_path: Path | None = None, cache_dir: Path | None = None, env=None,
-               fake_verdict: str = "pass", fake_mapping: dict | None = None) -> dict:
+               fake_verdict: str = "pass", fake_mapping: dict | Path | None = None) -> dict:
     """Run the visual grade and write OUT/visual.json (and OUT/renders/*.png). Returns the record.
 
     ``judge`` may be an already-built judge object (tests inject one); otherwise one is built
@@ -190,6 +190,8 @@ def _make_judge(run: _Run, judge_kind, judge_model, votes, env, fake_verdict, fa
     if judge_kind == "fake":
         run.record["dry_run"] = True
         try:
+            if isinstance(fake_mapping, (str, Path)):
+                fake_mapping = judges.load_fake_mapping(fake_mapping)
             return judges.FakeJudge(rule=fake_verdict, mapping=fake_mapping), None
         except ValueError as error:
             return None, run.finish("error", f"fake judge: {error}")
