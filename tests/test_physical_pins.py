@@ -1,4 +1,5 @@
-"""The engine's pins: one list, in pyproject's `physical` extra and in physical/settings.py."""
+"""The engine's pins: one list, in pyproject's `physical` extra (which the `test` extra pulls in) and in
+physical/settings.py. Nothing here installs anything: installing is the README's and CI's job."""
 import tomllib
 from pathlib import Path
 
@@ -7,9 +8,12 @@ from physical.settings import ENGINE_REQUIREMENTS
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_pyproject_extra_matches_the_provisioned_pins():
+def test_pyproject_extra_matches_the_pins():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    assert tuple(project["project"]["optional-dependencies"]["physical"]) == ENGINE_REQUIREMENTS
+    extras = project["project"]["optional-dependencies"]
+    assert tuple(extras["physical"]) == ENGINE_REQUIREMENTS
+    pulled = [r.split("[", 1)[1].rstrip("]").split(",") for r in extras["test"] if "[" in r]
+    assert any("physical" in names for names in pulled)          # the test command's extra pulls the engine
     assert "physical" in project["tool"]["setuptools"]["packages"]
 
 
