@@ -1,6 +1,6 @@
 """How often does the visual judge see what is really there? Pairs with known visual differences.
 
-    python bench/judge_eval.py [--out OUT] [--judge-model ID] [--votes K] [--size PX]
+    python bench/judge_eval.py [--out OUT] [--judge-model ID] [--votes K] [--size PX] [--views V,...]
 
 Builds reference/candidate pairs from the cabinet fixture, each with one known difference: the
 drawer handle moved 1, 2 and 5 cm, the door knob missing, an extra box on the top, the drawer
@@ -122,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--judge-model", default=None)
     parser.add_argument("--votes", type=int, default=1)
     parser.add_argument("--size", type=int, default=512)
+    parser.add_argument("--views", default=None, help="comma-separated views (default: all five)")
     args = parser.parse_args(argv)
     from visual import judge as judges, rubric as rubrics
 
@@ -130,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     model = judges.resolve_model(args.judge_model)
     report: dict = {"model": model, "pairs": list(PAIRS), "judge_ran": False}
     with tempfile.TemporaryDirectory(prefix="judge-eval-") as tmp:
-        rendered = render_pairs(Path(tmp), args.size)
+        rendered = render_pairs(Path(tmp), args.size, tuple(args.views.split(",")) if args.views else None)
     report["differing_pixels"] = {name: diff for name, (_, diff) in rendered.items()}
     if not judges.has_credentials():
         report["status"] = "not_run"

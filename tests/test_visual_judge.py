@@ -92,6 +92,9 @@ def test_success_sends_images_schema_and_records_ids():
     images = [b for b in blocks if b["type"] == "image"]
     assert len(images) == len(IMAGES) and images[0]["source"]["media_type"] == "image/png"
     assert "temperature" not in body
+    # the judge is told what the renders are and are not, and what a difference image is
+    text = " ".join(b["text"] for b in blocks if b["type"] == "text") + body["system"]
+    assert "average colour" in text and "NOT" in text and "DIFFERENCE" in text
 
 
 def test_rate_limit_then_success_is_retried():

@@ -113,11 +113,12 @@ SYSTEM = (
 
 RENDER_NOTE = (
     "What the renders are: a small software rasterizer (no GPU), flat two-sided Lambert shading from one "
-    "fixed light, dark outlines where parts meet, anti-aliased by supersampling. Colours are the bound "
-    "material's diffuse colour; where the diffuse colour comes from a texture, the texture is sampled at the "
-    "mesh's texture coordinates when the mesh has them, else the part shows the texture's average colour. "
-    "What they are not: no reflections, transparency, shadows, normal or roughness maps, and no physics: "
-    "joints, masses and colliders are invisible here. The background is neutral grey."
+    "fixed light, dark outlines where parts meet, anti-aliased (3 x 3 samples a pixel), orthographic, "
+    "Z up. 'front' looks at the side of the reference that shows the most parts. Each part has one colour: "
+    "its material's diffuse colour; a textured part shows its texture's average colour (the texture's "
+    "fallback colour when the file does not load), so texture patterns, wood grain and decals are NOT "
+    "visible. What they are not: no reflections, transparency, shadows, normal or roughness maps, and no "
+    "physics: joints, masses and colliders are invisible here. The background is neutral grey."
 )
 
 
