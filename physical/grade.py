@@ -24,7 +24,7 @@ from .results import PROPERTIES, TESTS, nulls
 from .settings import ENGINE_MODULES, SETTINGS, THRESHOLDS, pinned_versions
 
 PHYSICAL_FILE = "physical.json"
-RECORD_VERSION = "1"
+RECORD_VERSION = "2"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RUNTIME_DIR = Path(__file__).resolve().parent / "runtime_tests"
 CACHE_ENV = "WARP_CACHE_PATH"
