@@ -41,7 +41,7 @@ def run(args) -> int:
             votes=args.judge_votes, rubric_path=Path(args.rubric) if args.rubric else None,
             cache_dir=Path(args.cache_dir) if args.cache_dir else None, fake_verdict=args.fake_verdict,
             fake_mapping=Path(args.fake_mapping) if args.fake_mapping else None)
-    except ValueError as error:
+    except (ValueError, OSError) as error:  # OUT inside the submission, or OUT cannot be made: nowhere to write
         print(f"usdgrade visual: {error}", file=sys.stderr)
         return 2
     score = "-" if record["score"] is None else f"{record['score']:.4f}"
