@@ -34,3 +34,16 @@ def test_the_authored_usd_grade_never_registers_the_engine_schemas():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]", proc.stdout
+
+
+def test_no_test_installs_packages():
+    """Installing is the README's and CI's job: no test module reaches the provisioning helper or pip."""
+    offenders = []
+    for path in sorted((ROOT / "tests").glob("*.py")) + [ROOT / "conftest.py"]:
+        text = path.read_text(encoding="utf-8")
+        if path.name == "test_physical_pins.py":
+            continue
+        for needle in ("physical.provision", "ensure_engine", '"pip", "install"', "'pip', 'install'"):
+            if needle in text:
+                offenders.append(f"{path.name}: {needle}")
+    assert not offenders, offenders
