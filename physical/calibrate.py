@@ -99,8 +99,11 @@ def main(argv=None) -> int:
     def one(job):
         asset, name, package = job
         record = run_physical(CASES / ASSET_CASES[asset][0], package, out / "runs" / f"{asset}-{name}")
+        # a test the asset cannot exercise (a world-anchored asset's rest test) is null, not a miss
+        unexplained = [p for t in record["tests"].values() for p in t.values()
+                       if p["passed"] is None and not str(p["reason"]).startswith("not exercised")]
         return {"asset": asset, "variant": name, "status": record["status"],
-                "all_pass": record["summary"]["failed"] == 0 and record["summary"]["null"] == 0,
+                "all_pass": record["summary"]["failed"] == 0 and not unexplained,
                 "failed": record["summary"]["failed_properties"], "figures": margins(record),
                 "nulls": sorted({p["reason"] for t in record["tests"].values() for p in t.values() if p["passed"] is None})}
 

@@ -18,16 +18,13 @@ def _unmatched(mapping: dict, wanted) -> list[str]:
 # --- (1) load and cook --------------------------------------------------------------------------
 
 def load_and_cook(ref: dict, cand: dict, bodies: dict, th: Thresholds) -> list[PropertyResult]:
-    """ref/cand: {bodies, dofs, colliders_authored, colliders_built, body_mass{label}, collider_bodies[labels]}."""
+    """ref/cand: {bodies, dofs, colliders_authored, colliders_built, colliders_built_per_body{label: [prims]},
+    body_mass{label}, collider_bodies[labels]}."""
     t = "load_and_cook"
     out = [PropertyResult(t, "loads", True, True, None, True)]
     out.append(PropertyResult(t, "bodies", cand["bodies"], ref["bodies"], "count", cand["bodies"] == ref["bodies"]))
     out.append(PropertyResult(t, "degrees_of_freedom", cand["dofs"], ref["dofs"], "count", cand["dofs"] == ref["dofs"]))
-    authored = len(cand["colliders_authored"])
-    missing = sorted(set(cand["colliders_authored"]) - set(cand["colliders_built"]))
-    out.append(PropertyResult(t, "colliders_built", authored - len(missing), authored, "colliders",
-                              not missing, None if not missing else "authored colliders the engine did not build",
-                              {"not_built": missing}))
+    out.append(_colliders_built(ref, cand, bodies))
     differ = []
     for rb in ref["body_mass"]:
         cb = bodies.get(rb)
@@ -52,6 +49,33 @@ def load_and_cook(ref: dict, cand: dict, bodies: dict, th: Thresholds) -> list[P
     out.append(PropertyResult(t, "body_masses", worst, th.body_mass_relative, "relative", worst <= th.body_mass_relative,
                               None, {"bodies": per_body, "unmatched": _unmatched(bodies, ref["body_mass"])}))
     return out
+
+
+def _colliders_built(ref: dict, cand: dict, bodies: dict) -> PropertyResult:
+    """Against the REFERENCE's colliders: every matched body holds at least as many built colliders as
+    the reference's body (another decomposition into more pieces is fine; a lost collider is not),
+    and every collider the candidate authors was built by the engine."""
+    ref_per, cand_per = ref.get("colliders_built_per_body", {}), cand.get("colliders_built_per_body", {})
+    short = []
+    for rb, colliders in sorted(ref_per.items()):
+        cb = rb if rb == "(world)" else bodies.get(rb)
+        have = len(cand_per.get(cb, [])) if cb is not None else 0
+        if have < len(colliders):
+            short.append({"reference_body": rb, "candidate_body": cb, "reference_colliders": len(colliders),
+                          "candidate_colliders": have})
+    expected = sum(len(c) for c in ref_per.values())
+    covered = expected - sum(s["reference_colliders"] - s["candidate_colliders"] for s in short)
+    not_built = sorted(set(cand["colliders_authored"]) - set(cand["colliders_built"]))
+    passed = not short and not not_built
+    reason = None
+    if short:
+        reason = "bodies with fewer built colliders than the reference's"
+    elif not_built:
+        reason = "authored colliders the engine did not build"
+    return PropertyResult("load_and_cook", "colliders_built", covered, expected, "reference colliders covered",
+                          passed, reason, {"short": short, "not_built": not_built,
+                                           "reference_not_built": sorted(set(ref["colliders_authored"])
+                                                                         - set(ref["colliders_built"]))})
 
 
 # --- trajectories ---------------------------------------------------------------------------------
@@ -119,17 +143,51 @@ def _finite(test: str, cand: dict, later: tuple[str, ...]) -> list[PropertyResul
     return out
 
 
+# a run "moved" when a body left its start pose by more than this: far below any threshold,
+# far above the solver's round-off on a body held still
+STILL_M = 1e-6
+STILL_DEG = 1e-4
+
+
+def _moved(run: dict) -> bool | None:
+    """Whether any body left its start pose during the run; None when the start pose is unknown."""
+    if "start_positions" not in run or "start_rotations" not in run:
+        return None
+    start_p = np.asarray(run["start_positions"], dtype=float)
+    if len(start_p) and np.max(np.linalg.norm(run["positions"] - start_p[None], axis=-1)) > STILL_M:
+        return True
+    start_q = np.repeat(np.asarray(run["start_rotations"], dtype=float)[None], len(run["rotations"]), axis=0)
+    labels = [str(i) for i in range(start_p.shape[0])]
+    angle, _ = rotation_error(start_q, run["rotations"], [(i, i) for i in range(len(labels))], labels)
+    return bool(angle > STILL_DEG)
+
+
+def _unexercised(ref: dict, cand: dict) -> str | None:
+    """The reason the rest test measured nothing, when neither run made a contact nor moved a body
+    (a world-anchored asset at rest): its errors would be exactly 0 without testing anything."""
+    if ref.get("contacts") == 0 and cand.get("contacts") == 0 and _moved(ref) is False and _moved(cand) is False:
+        return ("not exercised: no contact and no body moved under gravity in either run "
+                "(a world-anchored asset at rest)")
+    return None
+
+
 def rest_and_contact(ref: dict, cand: dict, body_pairs, ref_labels, size_m: float, th: Thresholds,
                      window_s: float) -> list[PropertyResult]:
     t = "rest_and_contact"
     out = _finite(t, cand, ("settled", "rest_positions", "rest_rotations"))
     if not out[0].passed:
         return out
+    unexercised = _unexercised(ref, cand)
+    if unexercised:
+        return out + [PropertyResult(t, name, reason=unexercised, details={"contacts": {
+            "reference": ref.get("contacts"), "candidate": cand.get("contacts")}})
+            for name in ("settled", "rest_positions", "rest_rotations")]
     ref_speed = end_speed(ref["positions"], ref["times"], window_s)
     cand_speed = end_speed(cand["positions"], cand["times"], window_s)
     limit = max(ref_speed * th.settle_speed_factor, ref_speed + th.settle_speed_abs_mps)
     out.append(PropertyResult(t, "settled", cand_speed, limit, "m/s (max body speed over the last window)",
-                              cand_speed <= limit, None, {"reference_speed_mps": ref_speed}))
+                              cand_speed <= limit, None, {"reference_speed_mps": ref_speed, "contacts": {
+                                  "reference": ref.get("contacts"), "candidate": cand.get("contacts")}}))
     final_ref, final_cand = ref["positions"][-1:], cand["positions"][-1:]
     err, per_body = position_error(final_ref, final_cand, body_pairs, ref_labels)
     tol = th.position_m(size_m)

@@ -210,6 +210,7 @@ class Trajectory:
     joint_q: np.ndarray          # (n, coords), engine units (rad; prismatic in metres)
     steps: int
     body_rotations: np.ndarray | None = None   # (n, bodies, 4) world quaternions (x, y, z, w)
+    contacts_max: int | None = None    # most contacts MuJoCo held at any step (None: not readable)
 
 
 def simulate(loaded: Loaded, settings: RunSettings, duration_s: float, joint_force=None) -> Trajectory:
@@ -225,6 +226,7 @@ def simulate(loaded: Loaded, settings: RunSettings, duration_s: float, joint_for
     mpu = loaded.facts.meters_per_unit
     prismatic_coords = _prismatic_coords(loaded)
     times, positions, coords, rotations = [], [], [], []
+    contacts_max = _contacts(solver)
     for k in range(steps):
         if joint_force is not None:
             control.joint_f.assign(np.asarray(joint_force(k * settings.dt_s), dtype=np.float32))
@@ -234,6 +236,8 @@ def simulate(loaded: Loaded, settings: RunSettings, duration_s: float, joint_for
         except Exception as error:  # the engine's own failure on this asset, not the verifier's
             raise EngineRefusal(f"the engine failed at step {k + 1}: {type(error).__name__}: {error}") from error
         state, next_state = next_state, state
+        now = _contacts(solver)
+        contacts_max = None if now is None or contacts_max is None else max(contacts_max, now)
         if (k + 1) % settings.sample_every_steps == 0 or k + 1 == steps:
             times.append((k + 1) * settings.dt_s)
             body_q = state.body_q.numpy().astype(float)
@@ -242,7 +246,15 @@ def simulate(loaded: Loaded, settings: RunSettings, duration_s: float, joint_for
             q = state.joint_q.numpy().astype(float)
             q[prismatic_coords] *= mpu
             coords.append(q)
-    return Trajectory(np.array(times), np.array(positions), np.array(coords), steps, np.array(rotations))
+    return Trajectory(np.array(times), np.array(positions), np.array(coords), steps, np.array(rotations),
+                      contacts_max)
+
+
+def _contacts(solver) -> int | None:
+    """Active contacts in MuJoCo's data after the last step (its own collision pipeline, CPU)."""
+    data = getattr(solver, "mj_data", None)
+    count = getattr(data, "ncon", None)
+    return None if count is None else int(count)
 
 
 def _prismatic_coords(loaded: Loaded) -> list[int]:
@@ -250,12 +262,18 @@ def _prismatic_coords(loaded: Loaded) -> list[int]:
 
 
 def initial_body_positions(loaded: Loaded) -> np.ndarray:
+    return initial_body_poses(loaded)[0]
+
+
+def initial_body_poses(loaded: Loaded) -> tuple[np.ndarray, np.ndarray]:
+    """World positions (m) and orientations (x, y, z, w) of the bodies at the authored initial state."""
     import newton
 
     model = loaded.model
     state = model.state()
     newton.eval_fk(model, model.joint_q, model.joint_qd, state)
-    return state.body_q.numpy()[:, :3].astype(float) * loaded.facts.meters_per_unit
+    body_q = state.body_q.numpy().astype(float)
+    return body_q[:, :3] * loaded.facts.meters_per_unit, body_q[:, 3:7]
 
 
 def single_dof_joints(loaded: Loaded) -> dict[str, dict]:

@@ -3,7 +3,8 @@
 Separate from the reward: never reads or writes reward.json/grade.json, never touches authored_usd,
 never combines scores. Statuses (each with a reason when not graded):
   ``graded``                every property measured or null with its reason (engine refusals included)
-  ``not_run``               nothing ran: invalid submission, engine not installed; every property null
+  ``not_run``               nothing ran: invalid submission, engine not installed, engine versions other
+                            than the pins; every property null
   ``infrastructure_error``  the verifier or the runtime session failed; properties null; not a score
 """
 from __future__ import annotations
@@ -20,10 +21,10 @@ from profiles.digest import tree_digest
 from scoring.outputs import prepare_separate_output, write_json
 
 from .results import PROPERTIES, TESTS, nulls
-from .settings import ENGINE_MODULES, SETTINGS, THRESHOLDS
+from .settings import ENGINE_MODULES, SETTINGS, THRESHOLDS, pinned_versions
 
 PHYSICAL_FILE = "physical.json"
-RECORD_VERSION = "1"
+RECORD_VERSION = "2"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RUNTIME_DIR = Path(__file__).resolve().parent / "runtime_tests"
 CACHE_ENV = "WARP_CACHE_PATH"
@@ -32,17 +33,33 @@ RUNTIME_TIMEOUT_S = 900
 
 PROBE = (
     "import importlib.util, json, sys\n"
-    "missing = [m for m in sys.argv[1:] if importlib.util.find_spec(m) is None]\n"
-    "print(json.dumps({'missing': missing, 'python': sys.version.split()[0], 'executable': sys.executable}))\n"
+    "from importlib import metadata\n"
+    "modules, dists = json.loads(sys.argv[1]), json.loads(sys.argv[2])\n"
+    "missing = [m for m in modules if importlib.util.find_spec(m) is None]\n"
+    "def version(name):\n"
+    "    try:\n"
+    "        return metadata.version(name)\n"
+    "    except metadata.PackageNotFoundError:\n"
+    "        return None\n"
+    "print(json.dumps({'missing': missing, 'versions': {d: version(d) for d in dists},\n"
+    "                  'python': sys.version.split()[0], 'executable': sys.executable}))\n"
 )
 
 
 def probe_engine(python: list[str]) -> dict:
-    """Which engine modules the runtime interpreter lacks (a subprocess: the very interpreter that will run)."""
-    done = subprocess.run([*python, "-c", PROBE, *ENGINE_MODULES], capture_output=True, text=True, timeout=120)
+    """Which engine modules the runtime interpreter lacks, and the versions of the pinned distributions
+    it holds (a subprocess: the very interpreter that will run)."""
+    done = subprocess.run([*python, "-c", PROBE, json.dumps(list(ENGINE_MODULES)), json.dumps(sorted(pinned_versions()))],
+                          capture_output=True, text=True, timeout=120)
     if done.returncode != 0:
         return {"missing": list(ENGINE_MODULES), "error": done.stderr.strip()[-500:]}
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def version_mismatches(found: dict) -> list[str]:
+    """'name found (pinned X)' for every pinned distribution whose installed version differs."""
+    return [f"{name} {found.get(name)} (pinned {pin})" for name, pin in sorted(pinned_versions().items())
+            if found.get(name) != pin]
 
 
 def _properties(results: list[dict]) -> dict:
@@ -119,11 +136,17 @@ def run_physical(case: Path, submission: Path, out: Path, *, python: list[str] |
     except (OSError, subprocess.SubprocessError) as error:
         probe = {"missing": list(ENGINE_MODULES), "error": f"{type(error).__name__}: {error}"}
     record["engine"] = {"name": "newton", "solver": SETTINGS.solver, "device": SETTINGS.device,
-                        "interpreter": python, "python": probe.get("python"), "versions": None}
+                        "interpreter": python, "python": probe.get("python"), "versions": None,
+                        "versions_pinned": pinned_versions(), "versions_probed": probe.get("versions")}
     if probe.get("missing"):
         return finish("not_run", "engine not installed: missing " + ", ".join(probe["missing"])
                       + " in " + " ".join(python) + " (pip install -e '.[physical]')"
                       + (f"; {probe['error']}" if probe.get("error") else ""))
+    # the thresholds were calibrated on the pinned versions: another version's numbers mean nothing here
+    mismatched = version_mismatches(probe.get("versions") or {})
+    if mismatched:
+        return finish("not_run", "engine version differs from the pins the thresholds were calibrated on: "
+                      + ", ".join(mismatched) + " (pip install -e '.[physical]')")
 
     # 4. the runtime tests: their own pytest session, in a subprocess (an engine crash cannot take
     #    the grade down with it, and the authored-USD grade never imports the engine)

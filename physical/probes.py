@@ -15,16 +15,22 @@ from .settings import RunSettings
 
 
 def cook(loaded: engine.Loaded) -> dict:
-    """Counts the engine built: bodies, dofs, colliders (built vs authored), masses."""
-    built = set(loaded.collision_shapes)
+    """Counts the engine built: bodies, dofs, colliders (built vs authored, and per body), masses."""
+    shapes = list(zip(loaded.collision_shapes, loaded.collision_shape_body))
+    built_on: dict[str, list[str]] = {}
+    for collider in loaded.facts.colliders:
+        # a collider is built when the engine holds a colliding shape for that prim (or for a part
+        # of it: a decomposition yields several shapes labelled below the prim's path)
+        owners = sorted({b for label, b in shapes if label == collider or label.startswith(collider + "/")})
+        if owners:
+            body = loaded.body_labels[owners[0]] if owners[0] >= 0 else "(world)"
+            built_on.setdefault(body, []).append(collider)
     return {
         "bodies": len(loaded.body_labels),
         "dofs": loaded.joint_dof_count,
         "colliders_authored": list(loaded.facts.colliders),
-        # a collider is built when the engine holds a colliding shape for that prim (or for a part
-        # of it: a decomposition yields several shapes labelled below the prim's path)
-        "colliders_built": sorted(c for c in loaded.facts.colliders
-                                  if c in built or any(s.startswith(c + "/") for s in built)),
+        "colliders_built": sorted(c for cs in built_on.values() for c in cs),
+        "colliders_built_per_body": {body: sorted(cs) for body, cs in sorted(built_on.items())},
         "body_mass": {label: float(m) for label, m in zip(loaded.body_labels, loaded.body_mass_kg)},
         "collider_bodies": sorted({loaded.body_labels[b] for b in loaded.collision_shape_body if b >= 0}),
     }
@@ -33,11 +39,14 @@ def cook(loaded: engine.Loaded) -> dict:
 def _run(loaded, settings, duration, force=None) -> dict:
     trajectory = engine.simulate(loaded, settings, duration, force)
     return {"times": trajectory.times_s, "positions": trajectory.body_positions_m, "joint_q": trajectory.joint_q,
-            "rotations": trajectory.body_rotations, "steps": trajectory.steps}
+            "rotations": trajectory.body_rotations, "steps": trajectory.steps, "contacts": trajectory.contacts_max}
 
 
 def rest(loaded: engine.Loaded, settings: RunSettings) -> dict:
-    return _run(loaded, settings, settings.rest_duration_s)
+    """The unactuated drop, with the authored start pose (to tell a run where nothing happened)."""
+    run = _run(loaded, settings, settings.rest_duration_s)
+    run["start_positions"], run["start_rotations"] = engine.initial_body_poses(loaded)
+    return run
 
 
 def driven_joints(loaded: engine.Loaded) -> dict[str, dict]:

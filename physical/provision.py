@@ -1,9 +1,8 @@
 """Install the engine's pinned packages into an interpreter when they are missing.
 
-`usdgrade physical --setup` and the verifier's own tests use it, so that a fresh checkout's
-`pip install -e .` + `pytest tests` also exercises the real engine (pip fetches the pins once);
-`pip install -e '.[physical]'` installs the same pins up front. A file lock keeps parallel test
-workers from installing at the same time.
+For users only: `usdgrade physical --setup` calls it. The verifier's own tests never install
+anything (`pip install -e '.[test]'` pulls the same pins through the `physical` extra); a file
+lock keeps two setups from installing at the same time.
 """
 from __future__ import annotations
 

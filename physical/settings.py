@@ -9,8 +9,8 @@ from dataclasses import asdict, dataclass
 
 # Import names the runtime needs; probed in the runtime interpreter before anything runs.
 ENGINE_MODULES = ("newton", "warp", "mujoco", "mujoco_warp", "newton_usd_schemas")
-# The engine's pins: the same list as pyproject's `physical` extra (tests/test_physical_install.py
-# keeps them equal). Not newton[importers]: it pins usd-core < 26.9; the one package of it the USD
+# The engine's pins: the same list as pyproject's `physical` extra (tests/test_physical_pins.py
+# keeps them equal); the thresholds were calibrated on exactly these versions. Not newton[importers]: it pins usd-core < 26.9; the one package of it the USD
 # importer needs, newton-usd-schemas, works with the core's usd-core 26.11 (measured).
 ENGINE_REQUIREMENTS = (
     "newton==1.8.0",
@@ -19,6 +19,13 @@ ENGINE_REQUIREMENTS = (
     "mujoco==3.17.0",
     "mujoco-warp==3.17.0",
 )
+
+
+def pinned_versions() -> dict[str, str]:
+    """{distribution: version} of the pins; a runtime with any other version is refused."""
+    return dict(r.split("==", 1) for r in ENGINE_REQUIREMENTS)
+
+
 # Distributions whose versions are recorded (pip names).
 ENGINE_DISTRIBUTIONS = ("newton", "warp-lang", "mujoco", "mujoco-warp", "newton-usd-schemas", "usd-core", "numpy")
 

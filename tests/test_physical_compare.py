@@ -11,8 +11,12 @@ from physical.settings import THRESHOLDS, Thresholds
 
 
 def cook(bodies=2, dofs=1, masses=(1.0, 2.0), colliding=("/a", "/b"), authored=("/a/c", "/b/c"), built=None):
-    return {"bodies": bodies, "dofs": dofs, "colliders_authored": list(authored),
-            "colliders_built": list(authored if built is None else built),
+    built = list(authored if built is None else built)
+    per_body = {}
+    for c in built:
+        per_body.setdefault(c.rsplit("/", 1)[0], []).append(c)
+    return {"bodies": bodies, "dofs": dofs, "colliders_authored": list(authored), "colliders_built": built,
+            "colliders_built_per_body": per_body,
             "body_mass": dict(zip(("/a", "/b"), masses)), "collider_bodies": list(colliding)}
 
 
@@ -44,6 +48,20 @@ def test_unbuilt_collider_fails():
     assert r["colliders_built"].passed is False and r["colliders_built"].details["not_built"] == ["/b/c"]
 
 
+def test_a_candidate_that_lost_a_collider_fails_against_the_reference():
+    """The candidate builds every collider it authors, but it authors one fewer than the reference."""
+    lost = cook(authored=("/a/c",), colliding=("/a", "/b"))
+    r = by_name(compare.load_and_cook(cook(), lost, {"/a": "/a", "/b": "/b"}, THRESHOLDS))
+    assert r["colliders_built"].passed is False
+    assert (r["colliders_built"].value, r["colliders_built"].threshold) == (1, 2)
+    assert r["colliders_built"].details["short"][0]["reference_body"] == "/b"
+    # the same colliders under other names, or split in more pieces, pass
+    split = cook(authored=("/x/c", "/y/c1", "/y/c2"), colliding=("/x", "/y"))
+    split["body_mass"] = {"/x": 1.0, "/y": 2.0}
+    r = by_name(compare.load_and_cook(cook(), split, {"/a": "/x", "/b": "/y"}, THRESHOLDS))
+    assert r["colliders_built"].passed is True and r["colliders_built"].value == 2
+
+
 def run(positions, dt=0.02, rotations=None):
     positions = np.asarray(positions, dtype=float)
     if rotations is None:
@@ -60,6 +78,36 @@ def test_rest_positions_and_settling():
     assert r["rest_positions"].passed is False and math.isclose(r["rest_positions"].value, 0.09)
     r = by_name(compare.rest_and_contact(still, still, [(0, 0)], ["/a"], 1.0, THRESHOLDS, 0.1))
     assert all(p.passed for p in r.values())
+
+
+def anchored(positions, contacts=0, start=(0.0, 0.0, 0.0)):
+    out = run(positions)
+    out.update(contacts=contacts, start_positions=np.array([start]), start_rotations=np.array([[0.0, 0.0, 0.0, 1.0]]))
+    return out
+
+
+def test_a_rest_run_where_nothing_happened_is_null_not_a_pass():
+    """A world-anchored asset: no contact, no body moves in either run. Error 0 would test nothing."""
+    still = anchored([[[0, 0, 0.0]]] * 10)
+    r = by_name(compare.rest_and_contact(still, still, [(0, 0)], ["/a"], 1.0, THRESHOLDS, 0.1))
+    assert r["finite"].passed is True
+    for name in ("settled", "rest_positions", "rest_rotations"):
+        assert r[name].passed is None and r[name].value is None and "not exercised" in r[name].reason
+    # the candidate falls (it lost its anchor): that is measured, and fails
+    falling = anchored([[[0, 0, -0.05 * k]] for k in range(10)])
+    r = by_name(compare.rest_and_contact(still, falling, [(0, 0)], ["/a"], 1.0, THRESHOLDS, 0.1))
+    assert r["rest_positions"].passed is False and r["settled"].passed is False
+    # a contact in either run exercises the test even when nothing moves
+    touching = anchored([[[0, 0, 0.0]]] * 10, contacts=4)
+    r = by_name(compare.rest_and_contact(touching, still, [(0, 0)], ["/a"], 1.0, THRESHOLDS, 0.1))
+    assert r["rest_positions"].passed is True and r["rest_positions"].value == 0.0
+    assert r["settled"].details["contacts"] == {"reference": 4, "candidate": 0}
+    # a body turning in place has moved
+    half = math.sin(math.radians(5))
+    turned = anchored([[[0, 0, 0.0]]] * 10)
+    turned["rotations"] = np.array([[[0, 0, half, math.cos(math.radians(5))]]] * 10)
+    r = by_name(compare.rest_and_contact(still, turned, [(0, 0)], ["/a"], 1.0, THRESHOLDS, 0.1))
+    assert r["rest_rotations"].passed is False
 
 
 def test_divergence_and_unmatched_bodies():

@@ -1,7 +1,8 @@
 """The physical grade end to end, on the real engine (Newton + MuJoCo, CPU) and real fixtures.
 
-These tests need the engine: `pip install -e '.[physical]'` (.ci/run does). Without it they
-FAIL (test_engine_is_installed says why); they never skip. Warp kernels compile once into
+These tests need the engine: `pip install -e '.[test]'` (the README's test command and .ci/run
+install it; the tests never install anything). Without it they FAIL (test_engine_is_installed says
+why); they never skip. Warp kernels compile once into
 WARP_CACHE_PATH (default: .warp-cache/ in the checkout), about 20 s.
 """
 from __future__ import annotations
@@ -17,7 +18,7 @@ from physical import cli as physical_cli
 from physical.calibrate import split_door_panel
 from physical.grade import PHYSICAL_FILE, run_physical
 from physical.results import PROPERTIES, TESTS
-from physical.settings import ENGINE_MODULES
+from physical.settings import ENGINE_MODULES, pinned_versions
 from profiles.inject import root_layer_of
 from tests import variants
 
@@ -50,6 +51,19 @@ def assert_all_null(record: dict, reason_part: str) -> None:
         assert reason_part in p["reason"], p["reason"]
 
 
+def assert_all_pass_or_unexercised(record: dict) -> None:
+    """The cabinet is anchored to the world and nothing in it touches the ground: its rest test is not
+    exercised (null, with the reason), every other property passes."""
+    assert record["status"] == "graded", record["reason"]
+    rest = record["tests"]["rest_and_contact"]
+    assert rest["finite"]["passed"] is True
+    for name in ("settled", "rest_positions", "rest_rotations"):
+        assert rest[name]["passed"] is None and "not exercised" in rest[name]["reason"]
+    bad = [(p["test"], p["name"], p["value"], p["reason"]) for p in properties(record)
+           if p["passed"] is not True and p["test"] != "rest_and_contact"]
+    assert not bad, bad
+
+
 def without_timings(record: dict) -> dict:
     record = json.loads(json.dumps(record))
     record.pop("timings")
@@ -57,18 +71,17 @@ def without_timings(record: dict) -> dict:
     return record
 
 
-@pytest.fixture(scope="module", autouse=True)
-def engine():
-    """The runtime tests need the engine: installed here when missing (pinned, once, under a lock);
-    an install that fails fails these tests loudly, never skips them."""
-    from physical.provision import ensure_engine
-
-    ensure_engine()
-
-
 def test_engine_is_installed():
+    """The tests never install anything: without the engine this fails, and so does every grade test below."""
     missing = [m for m in ENGINE_MODULES if importlib.util.find_spec(m) is None]
-    assert not missing, f"engine not installed ({', '.join(missing)}): pip install -e '.[physical]'"
+    assert not missing, f"engine not installed ({', '.join(missing)}): pip install -e '.[test]'"
+
+
+def test_installed_engine_matches_the_pins():
+    from importlib import metadata
+
+    found = {name: metadata.version(name) for name in pinned_versions()}
+    assert found == pinned_versions(), "the installed engine differs from the pins: pip install -e '.[test]'"
 
 
 @pytest.fixture(scope="module")
@@ -118,12 +131,31 @@ def test_renamed_cabinet_with_another_collision_decomposition_passes_every_test(
     candidate = variants.rename_namespace(CABINET / "reference", tmp_path / "cab", CABINET_RENAMES)
     split_door_panel(candidate)
     r = run_physical(CABINET, candidate, tmp_path / "out")
-    assert_all_pass(r)
+    assert_all_pass_or_unexercised(r)
     cook = r["tests"]["load_and_cook"]
     assert cook["colliders_built"]["value"] == cook["colliders_built"]["threshold"]   # all built, one more than the reference's
     # the prismatic drawer and the revolute door were pushed both ways
     travel = r["tests"]["joint_travel"]["travel"]["details"]["joints"]
     assert {j["unit"] for j in travel.values()} == {"deg", "m"}
+
+
+def test_a_lost_collider_fails_colliders_built_against_the_reference(tmp_path):
+    """One of the drawer's five colliders removed: everything the candidate authors is built, and the
+    drawer still collides, but the reference's drawer has a collider the candidate's lacks."""
+    from pxr import Usd
+
+    package = variants.flatten(CABINET / "reference", tmp_path / "lost")
+    stage = Usd.Stage.Open(str(root_layer_of(package)))
+    stage.GetPrimAtPath("/Cabinet/Drawer/Colliders/Back").SetActive(False)
+    stage.GetRootLayer().Save()
+    r = run_physical(CABINET, package, tmp_path / "out")
+    built = r["tests"]["load_and_cook"]["colliders_built"]
+    assert built["passed"] is False and built["value"] == built["threshold"] - 1
+    (short,) = built["details"]["short"]
+    assert short["reference_body"].endswith("Drawer")
+    assert short["reference_colliders"] - short["candidate_colliders"] == 1
+    assert built["details"]["not_built"] == []                       # the old check passed this candidate
+    assert r["tests"]["load_and_cook"]["collider_bodies"]["passed"] is True
 
 
 # --- fault kinds of the case suite, detected by runtime tests (fixture inputs as candidates) -----
@@ -187,6 +219,19 @@ def test_engine_absent_gives_every_property_null_with_the_reason(tmp_path):
     assert r["reason"].startswith("engine not installed: missing newton")
     assert_all_null(r, "engine not installed")
     assert json.loads((tmp_path / "out" / PHYSICAL_FILE).read_text()) == r
+
+
+def test_another_engine_version_is_refused(tmp_path, monkeypatch):
+    """The thresholds hold for the pinned versions only: a runtime whose newton differs is not run."""
+    from physical import grade as physical_grade
+
+    pins = {**pinned_versions(), "newton": "0.0.1"}
+    monkeypatch.setattr(physical_grade, "pinned_versions", lambda: pins)
+    r = run_physical(ANT, ANT / "reference", tmp_path / "out")
+    assert r["status"] == "not_run" and "calibrated" in r["reason"]
+    assert f"newton {r['engine']['versions_probed']['newton']} (pinned 0.0.1)" in r["reason"]
+    assert r["engine"]["versions_pinned"]["newton"] == "0.0.1"
+    assert_all_null(r, "engine version differs")
 
 
 def test_invalid_submission_is_not_run(tmp_path):

@@ -127,8 +127,11 @@ def test_fake_judge_grade_and_record(graded, tmp_path):
     assert record["score"] == pytest.approx((total - 2 - 1) / total)
     assert record["rubric"]["content"] == rubric and record["rubric"]["digest"] == rubrics.digest(rubric)
     assert record["judge"]["votes_requested"] == 3 and len(record["votes"]) == 3
-    assert record["verdicts"]["materials_and_colours"] == {"verdict": "fail", "importance": "Medium", "weight": 2}
-    for role in ("reference", "candidate"):
+    final = record["verdicts"]["materials_and_colours"]
+    assert (final["verdict"], final["importance"], final["weight"]) == ("fail", "Medium", 2)
+    assert final["rationale"] == "fake judge: fail" and final["evidence"]["views"]
+    assert record["dry_run"] is True and record["rubric_score"] == record["score"]
+    for role in ("reference", "candidate", "difference"):
         for view in ("front", "side", "top", "three_quarter"):
             entry = record["renders"][role][view]
             assert (out / entry["file"]).is_file() and entry["digest"].startswith("sha256:")
@@ -190,9 +193,10 @@ def test_default_rubric_covers_the_issue():
 
 
 def _answer(rubric, verdict="pass", drop=()):
-    return {"criteria": [{"id": c["id"], "verdict": verdict, "rationale": "compared the views",
-                          "evidence": {"views": ["candidate/front", "reference/front"], "observation": "same"}}
-                         for c in rubric["criteria"] if c["id"] not in drop]}
+    return {c["id"]: {"rationale": "compared the views",
+                      "evidence": {"views": ["candidate/front", "reference/front"], "observation": "same"},
+                      "verdict": verdict}
+            for c in rubric["criteria"] if c["id"] not in drop}
 
 
 class Server:
@@ -211,10 +215,10 @@ class Server:
             "stop_sequence": None, "usage": {"input_tokens": 1000, "output_tokens": 50}})
 
 
-def _judge(server, model="asked-model-20250101"):
+def _judge(server, model="asked-model-20250101", answer_retries=0):
     client = anthropic.Anthropic(api_key="test", base_url="http://mock", max_retries=1,
                                  http_client=httpx2.Client(transport=httpx2.MockTransport(server)))
-    return judges.AnthropicJudge(model, client=client)
+    return judges.AnthropicJudge(model, client=client, answer_retries=answer_retries, sleep=lambda s: None)
 
 
 def test_anthropic_votes_tie_record_and_cache(graded, tmp_path):
@@ -247,20 +251,34 @@ def test_majority_of_three(graded, tmp_path):
     assert record["status"] == "graded" and record["score"] == 1.0
 
 
-def test_any_error_vote_is_an_error_and_is_not_cached(graded, tmp_path):
+def test_an_error_vote_makes_every_criterion_error_without_skipping_the_others(graded, tmp_path):
+    """Mixed votes with an error: the other votes still run, each criterion is error, the grade's
+    status is error with its raw rubric score (0: criteria in error earn nothing), nothing cached."""
     rubric = rubrics.load()
     server = Server(_answer(rubric), _answer(rubric, drop=("placement",)), _answer(rubric))
     cache = tmp_path / "cache"
     record = run_visual(CASE, CASE / "reference", graded, tmp_path / "out", judge=_judge(server), authorize=True,
                         votes=3, env=NO_ENV, cache_dir=cache)
-    assert record["status"] == "error" and record["score"] is None and record["verdicts"] is None
-    assert "missing_criterion" in record["reason"] and server.calls == 2     # stops at the failed vote
+    assert record["status"] == "error" and record["score"] is None and server.calls == 3
+    assert "missing_criterion" in record["reason"] and "criteria in error" in record["reason"]
+    assert [("error" in v) for v in record["votes"]] == [False, True, False]
     assert record["votes"][1]["error"]["kind"] == "missing_criterion"
+    assert {v["verdict"] for v in record["verdicts"].values()} == {"error"}
+    assert record["rubric_score"] == 0.0
     assert not list(cache.glob("*.json"))
     good = Server(_answer(rubric))
     again = run_visual(CASE, CASE / "reference", graded, tmp_path / "out2", judge=_judge(good), authorize=True,
                        votes=3, env=NO_ENV, cache_dir=cache)
-    assert good.calls == 3 and again["status"] == "graded"
+    assert good.calls == 3 and again["status"] == "graded" and again["score"] == 1.0
+
+
+def test_a_malformed_answer_is_asked_again_inside_the_grade(graded, tmp_path):
+    rubric = rubrics.load()
+    server = Server(_answer(rubric, drop=("placement",)), _answer(rubric, "fail"))
+    record = run_visual(CASE, CASE / "reference", graded, tmp_path / "out", judge=_judge(server, answer_retries=2),
+                        authorize=True, votes=1, env=NO_ENV)
+    assert record["status"] == "graded" and record["score"] == 0.0 and server.calls == 2
+    assert record["votes"][0]["attempts"] == 2
 
 
 def test_server_errors_past_the_retries_make_the_grade_an_error(graded, tmp_path):
@@ -271,3 +289,73 @@ def test_server_errors_past_the_retries_make_the_grade_an_error(graded, tmp_path
                         env=NO_ENV)
     assert record["status"] == "error" and record["score"] is None and "http_500" in record["reason"]
     assert server.calls == 2
+    assert _read(tmp_path / "out")["verdicts"]["silhouette"]["verdict"] == "error"
+
+
+def test_no_key_writes_an_error_record_and_exits_3(graded, tmp_path, monkeypatch):
+    for name in judges.CREDENTIAL_ENVS:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv(judges.MODEL_ENV, raising=False)
+    out = tmp_path / "out"
+    code = cli.main(["visual", "--case", str(CASE), "--submission", str(CASE / "reference"), "--grade", str(graded),
+                     "--out", str(out), "--authorize"])
+    record = _read(out)
+    assert code == 3 and record["status"] == "error" and "no_credentials" in record["reason"]
+    assert record["judge"]["model_requested"] == "claude-opus-5-5" and record["score"] is None
+
+
+@pytest.mark.parametrize("verdict,mapping,status,score", [
+    ("fail", None, "graded", 0.0),
+    ("unclear", None, "graded", 0.0),
+    ("error", None, "error", None),
+    ("pass", {"placement": "fail"}, "graded", 1 - 3 / 17),
+    ("pass", {"placement": "error"}, "error", None),
+])
+def test_cli_dry_runs(graded, tmp_path, verdict, mapping, status, score):
+    argv = ["visual", "--case", str(CASE), "--submission", str(CASE / "reference"), "--grade", str(graded),
+            "--out", str(tmp_path / "out"), "--authorize", "--judge", "fake", "--fake-verdict", verdict]
+    if mapping:
+        (tmp_path / "m.json").write_text(json.dumps(mapping))
+        argv += ["--fake-mapping", str(tmp_path / "m.json")]
+    code = cli.main(argv)
+    record = _read(tmp_path / "out")
+    assert record["dry_run"] is True and record["judge"]["kind"] == "fake"
+    assert record["status"] == status and code == (3 if status == "error" else 0)
+    assert record["score"] == (None if score is None else pytest.approx(score))
+
+
+def test_a_bad_mapping_file_is_an_error_record(graded, tmp_path):
+    (tmp_path / "m.json").write_text('{"placement": "maybe"}')
+    code = cli.main(["visual", "--case", str(CASE), "--submission", str(CASE / "reference"), "--grade", str(graded),
+                     "--out", str(tmp_path / "out"), "--authorize", "--judge", "fake",
+                     "--fake-mapping", str(tmp_path / "m.json")])
+    assert code == 3 and "fake judge" in _read(tmp_path / "out")["reason"]
+
+
+def test_bytes_changed_while_rendering_are_an_error(graded, tmp_path, monkeypatch):
+    from visual import render
+
+    submission = tmp_path / "submission"
+    shutil.copytree(CASE / "reference", submission)
+    real = render.render_pair
+
+    def render_then_edit(reference, candidate, out_dir=None, **kw):
+        result = real(reference, candidate, out_dir, **kw)
+        with open(Path(candidate) / "cabinet.usda", "a") as f:
+            f.write("\n# edited while rendering\n")
+        return result
+
+    monkeypatch.setattr(render, "render_pair", render_then_edit)
+    record = run_visual(CASE, submission, graded, tmp_path / "out", authorize=True, judge_kind="fake", env=NO_ENV)
+    assert record["status"] == "error" and "while it was rendered" in record["reason"]
+    assert record["digests"]["candidate_after_render"] != record["digests"]["candidate_recorded"]
+
+
+def test_a_verifier_fault_still_writes_visual_json(graded, tmp_path, monkeypatch):
+    from visual import grade
+
+    monkeypatch.setattr(grade, "_authorized", lambda flag, env: 1 / 0)
+    record = run_visual(CASE, CASE / "reference", graded, tmp_path / "out", authorize=True, judge_kind="fake",
+                        env=NO_ENV)
+    assert record["status"] == "error" and "verifier fault: ZeroDivisionError" in record["reason"]
+    assert _read(tmp_path / "out")["status"] == "error"

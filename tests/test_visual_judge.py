@@ -31,10 +31,10 @@ pytestmark = pytest.mark.usefixtures("no_network")
 
 def answer(verdicts: dict[str, str] | None = None, drop=(), views=("candidate/front",)) -> dict:
     verdicts = verdicts or {}
-    return {"criteria": [
-        {"id": c["id"], "verdict": verdicts.get(c["id"], "pass"), "rationale": f"looked at {c['id']}",
-         "evidence": {"views": list(views), "observation": "the same"}}
-        for c in RUBRIC["criteria"] if c["id"] not in drop]}
+    return {c["id"]: {"rationale": f"looked at {c['id']}",
+                      "evidence": {"views": list(views), "observation": "the same"},
+                      "verdict": verdicts.get(c["id"], "pass")}
+            for c in RUBRIC["criteria"] if c["id"] not in drop}
 
 
 def message(payload, stop="end_turn", text=None) -> httpx2.Response:
@@ -65,10 +65,10 @@ class Server:
         return step
 
 
-def make_judge(server: Server, max_retries: int = 2) -> judges.AnthropicJudge:
+def make_judge(server: Server, max_retries: int = 2, answer_retries: int = 2) -> judges.AnthropicJudge:
     client = anthropic.Anthropic(api_key="test", base_url="http://mock", max_retries=max_retries,
                                  http_client=httpx2.Client(transport=httpx2.MockTransport(server)))
-    return judges.AnthropicJudge(MODEL_ASKED, client=client)
+    return judges.AnthropicJudge(MODEL_ASKED, client=client, answer_retries=answer_retries, sleep=lambda s: None)
 
 
 def test_success_sends_images_schema_and_records_ids():
@@ -82,11 +82,19 @@ def test_success_sends_images_schema_and_records_ids():
     assert body["model"] == MODEL_ASKED
     assert body["output_config"]["format"]["type"] == "json_schema"
     schema = body["output_config"]["format"]["schema"]
-    assert schema["properties"]["criteria"]["items"]["properties"]["id"]["enum"] == ["shape", "parts", "colour"]
+    # an object keyed by criterion id, every criterion required, rationale before verdict
+    assert schema["required"] == ["shape", "parts", "colour"] and schema["additionalProperties"] is False
+    entry = schema["properties"]["shape"]
+    assert list(entry["properties"]) == ["rationale", "evidence", "verdict"]
+    assert entry["properties"]["evidence"]["properties"]["views"]["minItems"] == 1
+    assert entry["properties"]["evidence"]["properties"]["views"]["items"]["enum"] == [i.label for i in IMAGES]
     blocks = body["messages"][0]["content"]
     images = [b for b in blocks if b["type"] == "image"]
     assert len(images) == len(IMAGES) and images[0]["source"]["media_type"] == "image/png"
     assert "temperature" not in body
+    # the judge is told what the renders are and are not, and what a difference image is
+    text = " ".join(b["text"] for b in blocks if b["type"] == "text") + body["system"]
+    assert "average colour" in text and "NOT" in text and "DIFFERENCE" in text
 
 
 def test_rate_limit_then_success_is_retried():
@@ -124,35 +132,104 @@ def test_non_retryable_client_error():
     assert caught.value.kind == "http_400" and len(server.requests) == 1
 
 
-@pytest.mark.parametrize("response,kind", [
+BAD_ANSWERS = [
     (message(answer(), stop="max_tokens"), "truncated"),
-    (message(None, stop="refusal", text=""), "refusal"),
-    (message(None, text='{"criteria": [ {"id": "shape", '), "malformed"),
-    (message({"verdicts": []}), "malformed"),
+    (message(None, text='{"shape": {"rationale": '), "malformed"),           # invalid JSON
+    (message({"criteria": []}), "malformed"),                                 # the old array shape
     (message(answer(drop=("colour",))), "missing_criterion"),
     (message(answer({"shape": "maybe"})), "malformed"),
-    (message(answer(views=("candidate/side",))), "malformed"),   # cites a view that was not sent
-])
-def test_bad_answers_are_errors_never_partial(response, kind):
+    (message(answer(views=())), "malformed"),                                 # evidence cites no view
+    (message(answer(views=("candidate/side",))), "malformed"),               # cites a view that was not sent
+]
+
+
+@pytest.mark.parametrize("response,kind", BAD_ANSWERS)
+def test_bad_answers_are_retried_then_an_error_never_partial(response, kind):
     server = Server(response)
     with pytest.raises(judges.JudgeError) as caught:
-        make_judge(server).vote(RUBRIC, IMAGES)
+        make_judge(server, answer_retries=2).vote(RUBRIC, IMAGES)
     assert caught.value.kind == kind
     assert caught.value.request_id == "req_ok"           # the failed answer is still identifiable
-    assert len(server.requests) == 1                     # not a transient error: no retry
+    assert caught.value.attempts == 3 and len(server.requests) == 3     # first answer + 2 retries
+
+
+@pytest.mark.parametrize("response,kind", BAD_ANSWERS)
+def test_a_bad_answer_then_a_good_one_is_a_vote(response, kind):
+    server = Server(response, message(answer({"parts": "fail"})))
+    vote = make_judge(server).vote(RUBRIC, IMAGES)
+    assert len(server.requests) == 2 and vote.attempts == 2
+    assert vote.verdicts["parts"]["verdict"] == "fail"
+
+
+def test_backoff_between_answer_retries_doubles():
+    waits = []
+    server = Server(message(None, text="not json"))
+    client = anthropic.Anthropic(api_key="test", base_url="http://mock", max_retries=0,
+                                 http_client=httpx2.Client(transport=httpx2.MockTransport(server)))
+    judge = judges.AnthropicJudge(MODEL_ASKED, client=client, answer_retries=3, backoff_s=0.5, sleep=waits.append)
+    with pytest.raises(judges.JudgeError):
+        judge.vote(RUBRIC, IMAGES)
+    assert waits == [0.5, 1.0, 2.0]
+
+
+def test_a_refusal_is_not_retried():
+    server = Server(message(None, stop="refusal", text=""))
+    with pytest.raises(judges.JudgeError) as caught:
+        make_judge(server).vote(RUBRIC, IMAGES)
+    assert caught.value.kind == "refusal" and len(server.requests) == 1
+
+
+def test_no_key_is_a_clear_error_at_construction(monkeypatch):
+    for name in judges.CREDENTIAL_ENVS:
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(judges.JudgeError) as caught:
+        judges.AnthropicJudge(MODEL_ASKED)
+    assert caught.value.kind == "no_credentials" and "ANTHROPIC_API_KEY" in caught.value.message
+
+
+def test_an_sdk_fault_at_request_time_is_a_vote_error(monkeypatch):
+    """The real SDK with no key raises TypeError when it builds the request: a JudgeError, not a crash."""
+    for name in judges.CREDENTIAL_ENVS:
+        monkeypatch.delenv(name, raising=False)
+    server = Server(message(answer()))
+    client = anthropic.Anthropic(api_key=None, base_url="http://mock",
+                                 http_client=httpx2.Client(transport=httpx2.MockTransport(server)))
+    with pytest.raises(judges.JudgeError) as caught:
+        judges.AnthropicJudge(MODEL_ASKED, client=client, sleep=lambda s: None).vote(RUBRIC, IMAGES)
+    assert caught.value.kind == "sdk" and not server.requests
 
 
 def _vote(verdicts):
-    return judges.Vote(verdicts={k: {"verdict": v} for k, v in verdicts.items()})
+    return judges.Vote(verdicts={k: {"verdict": v, "rationale": f"why {k} {v}",
+                                     "evidence": {"views": ["candidate/front"], "observation": f"saw {v}"}}
+                                 for k, v in verdicts.items()})
 
 
-def test_majority_and_ties():
+def _final(result):
+    return {k: v["verdict"] for k, v in result.items()}
+
+
+def test_majority_ties_and_errors():
     a = _vote({"shape": "pass", "parts": "pass", "colour": "unclear"})
     b = _vote({"shape": "fail", "parts": "pass", "colour": "unclear"})
     c = _vote({"shape": "pass", "parts": "fail", "colour": "pass"})
-    assert judges.aggregate(RUBRIC, [a, b]) == {"shape": "unclear", "parts": "pass", "colour": "unclear"}
-    assert judges.aggregate(RUBRIC, [a, b, c]) == {"shape": "pass", "parts": "pass", "colour": "unclear"}
-    assert judges.aggregate(RUBRIC, [a]) == {"shape": "pass", "parts": "pass", "colour": "unclear"}
+    assert _final(judges.aggregate(RUBRIC, [a, b])) == {"shape": "unclear", "parts": "pass", "colour": "unclear"}
+    assert _final(judges.aggregate(RUBRIC, [a, b, c])) == {"shape": "pass", "parts": "pass", "colour": "unclear"}
+    assert _final(judges.aggregate(RUBRIC, [a])) == {"shape": "pass", "parts": "pass", "colour": "unclear"}
+    # any error vote makes every criterion of the grade error, whatever the other votes say
+    assert _final(judges.aggregate(RUBRIC, [a, None, c])) == {"shape": "error", "parts": "error", "colour": "error"}
+
+
+def test_the_majority_keeps_its_rationale_and_evidence():
+    a = _vote({"shape": "fail", "parts": "pass", "colour": "pass"})
+    b = _vote({"shape": "pass", "parts": "pass", "colour": "fail"})
+    c = _vote({"shape": "pass", "parts": "fail", "colour": "fail"})
+    final = judges.aggregate(RUBRIC, [a, b, c])
+    assert final["shape"]["rationale"] == "why shape pass"
+    assert final["shape"]["evidence"] == {"views": ["candidate/front"], "observation": "saw pass"}
+    assert final["colour"]["rationale"] == "why colour fail" and final["colour"]["tally"]["fail"] == 2
+    tie = judges.aggregate(RUBRIC, [a, b])["shape"]
+    assert tie["verdict"] == "unclear" and tie["evidence"] is None and "no majority" in tie["rationale"]
 
 
 def test_score_weights_and_unclear_counts_zero():
@@ -169,12 +246,15 @@ def test_fake_judge_is_deterministic():
     assert one.verdicts["shape"]["evidence"]["views"] == ["candidate/front"]
     with pytest.raises(judges.JudgeError):
         judges.FakeJudge(mapping={"parts": "error"}).vote(RUBRIC, IMAGES)
+    with pytest.raises(judges.JudgeError):
+        judges.FakeJudge(rule="error").vote(RUBRIC, IMAGES)
     with pytest.raises(ValueError):
         judges.FakeJudge(rule="maybe")
+    with pytest.raises(ValueError):
+        judges.FakeJudge(mapping={"shape": "maybe"})
 
 
-def test_model_resolution_has_a_dated_default():
+def test_model_resolution_defaults_to_opus_5_5():
     assert judges.resolve_model("m-flag", {judges.MODEL_ENV: "m-env"}) == "m-flag"
     assert judges.resolve_model(None, {judges.MODEL_ENV: "m-env"}) == "m-env"
-    default = judges.resolve_model(None, {})
-    assert default == judges.DEFAULT_MODEL and default[-8:].isdigit()
+    assert judges.resolve_model(None, {}) == "claude-opus-5-5"

@@ -127,3 +127,92 @@ def test_a_package_without_one_root_layer_is_refused(tmp_path):
     (tmp_path / "b.usda").write_text("#usda 1.0\n")
     with pytest.raises(render.RenderError):
         render.load_scene(tmp_path)
+
+
+def _textured_package(tmp_path, *, write_texture: bool):
+    """A cube whose diffuseColor comes from a UsdUVTexture (a solid 8x8 sRGB PNG), fallback green."""
+    from PIL import Image
+    from pxr import Gf, Sdf, Usd, UsdGeom, UsdShade
+
+    pkg = tmp_path / "pkg"
+    (pkg / "textures").mkdir(parents=True)
+    if write_texture:
+        Image.new("RGB", (8, 8), (200, 100, 50)).save(pkg / "textures" / "wood.png")
+    stage = Usd.Stage.CreateNew(str(pkg / "a.usda"))
+    UsdGeom.SetStageUpAxis(stage, UsdGeom.Tokens.z)
+    UsdGeom.SetStageMetersPerUnit(stage, 1.0)
+    cube = UsdGeom.Cube.Define(stage, "/a/door")
+    material = UsdShade.Material.Define(stage, "/a/mat")
+    surface = UsdShade.Shader.Define(stage, "/a/mat/s")
+    surface.CreateIdAttr("UsdPreviewSurface")
+    texture = UsdShade.Shader.Define(stage, "/a/mat/tex")
+    texture.CreateIdAttr("UsdUVTexture")
+    texture.CreateInput("file", Sdf.ValueTypeNames.Asset).Set("./textures/wood.png")
+    texture.CreateInput("fallback", Sdf.ValueTypeNames.Float4).Set(Gf.Vec4f(0.0, 0.5, 0.0, 1.0))
+    texture.CreateOutput("rgb", Sdf.ValueTypeNames.Float3)
+    surface.CreateInput("diffuseColor", Sdf.ValueTypeNames.Color3f).ConnectToSource(texture.ConnectableAPI(), "rgb")
+    material.CreateSurfaceOutput().ConnectToSource(surface.ConnectableAPI(), "surface")
+    UsdShade.MaterialBindingAPI.Apply(cube.GetPrim()).Bind(material)
+    stage.Save()
+    return pkg
+
+
+def test_a_textured_part_takes_the_texture_colour(tmp_path):
+    scene = render.load_scene(_textured_package(tmp_path, write_texture=True))
+    srgb = np.array([200, 100, 50]) / 255.0
+    linear = np.where(srgb <= 0.04045, srgb / 12.92, ((srgb + 0.055) / 1.055) ** 2.4)
+    assert np.allclose(scene.colors[0], linear, atol=1e-9)
+    assert scene.colour_sources == {"texture": 1}
+    pixels = render.rasterize(scene, render.camera("front", render.union_bounds(scene)))
+    centre = pixels[256, 256].astype(int)
+    assert centre[0] > centre[1] > centre[2]                     # orange-brown, not the default grey
+
+
+def test_a_texture_that_does_not_load_shows_its_fallback(tmp_path):
+    scene = render.load_scene(_textured_package(tmp_path, write_texture=False))
+    assert np.allclose(scene.colors[0], (0.0, 0.5, 0.0)) and scene.colour_sources == {"texture_fallback": 1}
+
+
+def _box(center, half, part):
+    """12 triangles of an axis-aligned box."""
+    c, h = np.asarray(center, float), np.asarray(half, float)
+    corners = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)]) * h + c
+    quads = [(0, 1, 3, 2), (4, 6, 7, 5), (0, 4, 5, 1), (2, 3, 7, 6), (0, 2, 6, 4), (1, 5, 7, 3)]
+    tris = [corners[[a, b, d]] for a, b, cc, d in quads] + [corners[[b, cc, d]] for a, b, cc, d in quads]
+    return np.array(tris), np.full(len(tris), part)
+
+
+def test_front_is_the_side_that_shows_the_most_parts():
+    """A cabinet body with two knobs on its +X face: the front camera stands at +X, whatever -Y holds."""
+    parts = [_box((0, 0, 0), (0.5, 0.5, 0.5), 0), _box((0.55, 0.2, 0.2), (0.05, 0.05, 0.05), 1),
+             _box((0.55, -0.2, 0.2), (0.05, 0.05, 0.05), 2)]
+    triangles = np.concatenate([p[0] for p in parts])
+    scene = render.Scene(triangles, np.full((len(triangles), 3), 0.5), np.concatenate([p[1] for p in parts]), 3)
+    views = render.asset_views(scene, render.union_bounds(scene))
+    assert views["front"][0] == (-1.0, -0.0, 0.0)                 # looking along -X: the camera is at +X
+    cam = render.camera("front", render.union_bounds(scene), 128, views)
+    assert render.visible_parts(scene, cam) == 3
+
+
+def test_supersampling_smooths_edges_and_stays_deterministic():
+    tri = np.array([[[-1.0, 0.0, -1.0], [1.0, 0.0, -0.7], [0.0, 0.0, 1.0]]])
+    scene = render.Scene(tri, np.array([[0.2, 0.2, 0.2]]), np.zeros(1, dtype=np.int64), 1)
+    cam = render.camera("front", render.union_bounds(scene), 64)
+    sharp, smooth = render.rasterize(scene, cam), render.rasterize(scene, cam, 3)
+    levels = lambda img: len(np.unique(img.reshape(-1, 3), axis=0))
+    assert levels(smooth) > levels(sharp) + 3                     # intermediate shades along the edges
+    assert np.array_equal(smooth, render.rasterize(scene, cam, 3))
+
+
+def test_difference_image_marks_a_moved_part_only():
+    body, knob = _box((0, 0, 0), (0.5, 0.5, 0.5), 0), _box((0, -0.55, 0.2), (0.05, 0.05, 0.05), 1)
+    moved = _box((0.02, -0.55, 0.2), (0.05, 0.05, 0.05), 1)      # 2 cm to the side
+    make = lambda k: render.Scene(np.concatenate([body[0], k[0]]), np.full((24, 3), 0.5),
+                                  np.concatenate([body[1], k[1]]), 2)
+    ref, cand = make(knob), make(moved)
+    cam = render.camera("front", render.union_bounds(ref, cand), 256)
+    a, b = render.rasterize(ref, cam, 3), render.rasterize(cand, cam, 3)
+    diff = render.difference(a, b)
+    changed = np.any(diff != 0, axis=-1)
+    assert changed.sum() > 20 and not np.any(render.difference(a, a))
+    assert np.all(diff[changed].max(axis=-1) >= 64)                # every difference is visible against black

@@ -20,11 +20,13 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--out", required=True)
     p.add_argument("--authorize", action="store_true", help="allow sending renders to the judge service")
     p.add_argument("--judge", choices=("anthropic", "fake"), default="anthropic")
-    p.add_argument("--judge-model", default=None, help="model id (else USDGRADE_JUDGE_MODEL, else a dated default)")
+    p.add_argument("--judge-model", default=None, help="model id (else USDGRADE_JUDGE_MODEL, else claude-opus-5-5)")
     p.add_argument("--judge-votes", type=int, default=1, help="repeat the call K times; strict majority")
     p.add_argument("--rubric", default=None, help="rubric JSON (default: the shipped likeness rubric)")
-    p.add_argument("--fake-verdict", choices=("pass", "fail", "unclear"), default="pass",
-                   help="the fake judge's verdict for every criterion")
+    p.add_argument("--fake-verdict", choices=("pass", "fail", "unclear", "error"), default="pass",
+                   help="dry run (--judge fake): the verdict of every criterion not in --fake-mapping")
+    p.add_argument("--fake-mapping", default=None, metavar="FILE",
+                   help="dry run (--judge fake): JSON object of criterion id -> pass | fail | unclear | error")
     p.add_argument("--cache-dir", default=None, help="judge result cache (else USDGRADE_VISUAL_CACHE, else OUT/.visual-cache)")
     p.set_defaults(run=run)
     return p
@@ -32,18 +34,19 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def run(args) -> int:
     from .grade import VISUAL_FILE, run_visual
-
     try:
         record = run_visual(
             Path(args.case), Path(args.submission), Path(args.grade), Path(args.out),
             authorize=args.authorize, judge_kind=args.judge, judge_model=args.judge_model,
             votes=args.judge_votes, rubric_path=Path(args.rubric) if args.rubric else None,
-            cache_dir=Path(args.cache_dir) if args.cache_dir else None, fake_verdict=args.fake_verdict)
-    except ValueError as error:
+            cache_dir=Path(args.cache_dir) if args.cache_dir else None, fake_verdict=args.fake_verdict,
+            fake_mapping=Path(args.fake_mapping) if args.fake_mapping else None)
+    except (ValueError, OSError) as error:  # OUT inside the submission, or OUT cannot be made: nowhere to write
         print(f"usdgrade visual: {error}", file=sys.stderr)
         return 2
     score = "-" if record["score"] is None else f"{record['score']:.4f}"
-    print(f"visual {record['status']}   score {score}" + (f"   ({record['reason']})" if record["reason"] else ""))
+    dry = "   DRY RUN (fake judge)" if record.get("dry_run") else ""
+    print(f"visual {record['status']}   score {score}{dry}" + (f"   ({record['reason']})" if record["reason"] else ""))
     print(f"wrote {Path(args.out) / VISUAL_FILE}")
     return EXIT_ERROR if record["status"] == "error" else EXIT_OK
 

@@ -17,11 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from pxr import Usd, UsdGeom
+from pxr import Usd, UsdGeom, UsdShade
 
 from stage_snapshot import geometry, materials, parts
 
-RENDERER_VERSION = "visual-raster-1"
+from . import textures
+
+RENDERER_VERSION = "visual-raster-2"
 SIZE = 512
 MARGIN = 1.12                       # framing: the union bounds fill 1/MARGIN of the image
 BACKGROUND = (0.86, 0.87, 0.89)     # neutral light grey (display values, already gamma-encoded)
@@ -31,6 +33,11 @@ OUTLINE = 0.55                      # part outlines: colour multiplied by this
 FALLBACK_COLOR = (0.18, 0.18, 0.18)  # UsdPreviewSurface default diffuse
 ROOT_SUFFIXES = (".usd", ".usda", ".usdc", ".usdz")
 FRAGMENT_BUDGET = 3_000_000          # candidate (triangle, pixel) pairs per chunk
+SUPERSAMPLE = 3                      # anti-aliasing: each pixel is the mean of 3 x 3 samples
+PROBE_SIZE = 96                      # the low-resolution renders that pick the front
+# horizontal directions a camera may look from, in the order that settles ties
+HORIZONTAL = ((0.0, -1.0, 0.0), (1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (-1.0, 0.0, 0.0))
+ROLES = ("reference", "candidate", "difference")
 
 # name -> (direction the camera looks along, screen-up hint); Z-up world after normalisation.
 VIEWS: dict[str, tuple[tuple[float, float, float], tuple[float, float, float]]] = {
@@ -53,6 +60,7 @@ class Scene:
     part_ids: np.ndarray    # (n,) index of the gprim each triangle belongs to
     gprims: int
     skipped_planes: int = 0
+    colour_sources: dict | None = None   # how many parts got their colour from where (see _color)
 
     def bounds(self) -> np.ndarray | None:
         if len(self.triangles) == 0:
@@ -69,23 +77,31 @@ def root_layer(package: Path) -> Path:
     return roots[0]
 
 
-def _color(prim: Usd.Prim) -> tuple[float, float, float]:
+def _color(prim: Usd.Prim, package: Path) -> tuple[tuple[float, float, float], str]:
+    """The part's diffuse colour and where it came from: "texture" (the texture's average colour),
+    "texture_fallback" (the texture did not load), "material", "display_color" or "default"."""
+    try:
+        textured = textures.textured_diffuse(UsdShade.MaterialBindingAPI(prim).ComputeBoundMaterial()[0], package)
+    except Exception:  # a strange network must not stop the render: the plain colours below
+        textured = None
+    if textured is not None:
+        return textured
     candidates = []
     try:
         bound = materials.visual_material(prim)
     except Exception:  # a strange network must not stop the render: fall back to display colour
         bound = None
     if bound is not None:
-        candidates.append(bound.surface.get("diffuseColor"))
-    candidates.append(materials.display_surface(prim).surface.get("diffuseColor"))
-    for value in candidates:
+        candidates.append((bound.surface.get("diffuseColor"), "material"))
+    candidates.append((materials.display_surface(prim).surface.get("diffuseColor"), "display_color"))
+    for value, how in candidates:
         try:
             rgb = tuple(float(c) for c in value)  # type: ignore[union-attr]
         except (TypeError, ValueError):
             continue
         if len(rgb) == 3 and all(np.isfinite(rgb)):
-            return tuple(min(max(c, 0.0), 1.0) for c in rgb)  # type: ignore[return-value]
-    return FALLBACK_COLOR
+            return tuple(min(max(c, 0.0), 1.0) for c in rgb), how  # type: ignore[return-value]
+    return FALLBACK_COLOR, "default"
 
 
 def load_scene(package: Path) -> Scene:
@@ -100,7 +116,7 @@ def load_scene(package: Path) -> Scene:
     mpu = float(UsdGeom.GetStageMetersPerUnit(stage)) or 0.01
     y_up = UsdGeom.GetStageUpAxis(stage) == UsdGeom.Tokens.y
     cache = UsdGeom.XformCache()
-    tris, cols, ids, count, planes = [], [], [], 0, 0
+    tris, cols, ids, count, planes, sources = [], [], [], 0, 0, {}
     for prim in stage.Traverse(Usd.TraverseInstanceProxies(Usd.PrimDefaultPredicate)):
         if not prim.IsA(UsdGeom.Gprim) or not parts.is_visible(prim):
             continue
@@ -115,7 +131,9 @@ def load_scene(package: Path) -> Scene:
         if len(t) == 0:
             continue
         tris.append(t)
-        cols.append(np.broadcast_to(np.array(_color(prim), dtype=np.float64), (len(t), 3)))
+        rgb, how = _color(prim, Path(package))
+        sources[how] = sources.get(how, 0) + 1
+        cols.append(np.broadcast_to(np.array(rgb, dtype=np.float64), (len(t), 3)))
         ids.append(np.full(len(t), count, dtype=np.int64))
         count += 1
     if not tris:
@@ -123,7 +141,8 @@ def load_scene(package: Path) -> Scene:
     triangles = np.ascontiguousarray(np.concatenate(tris), dtype=np.float64)
     if y_up:  # rotate +90 degrees about X: (x, y, z) -> (x, -z, y)
         triangles = np.stack([triangles[..., 0], -triangles[..., 2], triangles[..., 1]], axis=-1)
-    return Scene(triangles, np.ascontiguousarray(np.concatenate(cols)), np.concatenate(ids), count, planes)
+    return Scene(triangles, np.ascontiguousarray(np.concatenate(cols)), np.concatenate(ids), count, planes,
+                 dict(sorted(sources.items())))
 
 
 def union_bounds(*scenes: Scene) -> np.ndarray:
@@ -144,10 +163,12 @@ def _cross(a, b) -> np.ndarray:
     return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
 
 
-def camera(view: str, bounds: np.ndarray, size: int = SIZE) -> dict:
-    """Orthographic camera for a named view, framed on ``bounds`` (same for both stages)."""
-    forward = _unit(VIEWS[view][0])
-    right = _unit(_cross(forward, VIEWS[view][1]))
+def camera(view: str, bounds: np.ndarray, size: int = SIZE, directions: dict | None = None) -> dict:
+    """Orthographic camera for a named view, framed on ``bounds`` (same for both stages).
+    ``directions``: view name -> (looking along, screen-up hint); default VIEWS."""
+    look, hint = (directions or VIEWS)[view]
+    forward = _unit(look)
+    right = _unit(_cross(forward, hint))
     up = _cross(right, forward)
     center = (bounds[0] + bounds[1]) * 0.5
     corners = np.array([[x, y, z] for x in bounds[:, 0] for y in bounds[:, 1] for z in bounds[:, 2]]) - center
@@ -175,14 +196,34 @@ def _encode_srgb(linear: np.ndarray) -> np.ndarray:
     return _SRGB_TABLE[np.floor(c * _SRGB_STEPS + 0.5).astype(np.int64)]
 
 
-def rasterize(scene: Scene, cam: dict) -> np.ndarray:
-    """(size, size, 3) uint8 image: z-buffered, flat Lambert shaded, two-sided."""
+def rasterize(scene: Scene, cam: dict, supersample: int = 1) -> np.ndarray:
+    """(size, size, 3) uint8 image: z-buffered, flat Lambert shaded, two-sided; with ``supersample`` s,
+    drawn at s times the size and each pixel the mean of its s x s samples (added in a fixed order)."""
+    size = cam["size"]
+    if supersample > 1:
+        hi, _ = _rasterize(scene, {**cam, "size": size * supersample}, outline_px=supersample)
+        acc = np.zeros((size, size, 3))
+        for i in range(supersample):
+            for j in range(supersample):
+                acc += hi[i::supersample, j::supersample]
+        return np.round(np.clip(acc / (supersample * supersample), 0.0, 1.0) * 255.0).astype(np.uint8)
+    image, _ = _rasterize(scene, cam, outline_px=1)
+    return np.round(np.clip(image, 0.0, 1.0) * 255.0).astype(np.uint8)
+
+
+def visible_parts(scene: Scene, cam: dict) -> int:
+    """How many distinct parts a camera sees (at the camera's size, no anti-aliasing)."""
+    return len(_rasterize(scene, cam, outline_px=1)[1])
+
+
+def _rasterize(scene: Scene, cam: dict, outline_px: int) -> tuple[np.ndarray, set]:
+    """(size, size, 3) float display values and the set of part ids seen."""
     size = cam["size"]
     background = np.array(BACKGROUND, dtype=np.float64)
     image = np.empty((size * size, 3), dtype=np.float64)
     image[:] = background
     if len(scene.triangles) == 0:
-        return np.round(image.reshape(size, size, 3) * 255.0).astype(np.uint8)
+        return image.reshape(size, size, 3), set()
     r, u, f, c = cam["right"], cam["up"], cam["forward"], cam["center"]
     p = scene.triangles - c
     px, py, pz = p[..., 0], p[..., 1], p[..., 2]
@@ -262,8 +303,13 @@ def rasterize(scene: Scene, cam: dict) -> np.ndarray:
     edge[:, :-1] |= part[:, :-1] != part[:, 1:]
     edge[:-1, :] |= part[:-1, :] != part[1:, :]
     edge &= part.reshape(size, size) >= 0
+    for _ in range(outline_px - 1):                 # outlines keep about one output pixel of width
+        grown = edge.copy()
+        grown[:, 1:] |= edge[:, :-1]
+        grown[1:, :] |= edge[:-1, :]
+        edge = grown & (part >= 0)
     image[edge.reshape(-1)] *= OUTLINE
-    return np.round(np.clip(image, 0.0, 1.0).reshape(size, size, 3) * 255.0).astype(np.uint8)
+    return image.reshape(size, size, 3), {int(p) for p in np.unique(part) if p >= 0}
 
 
 def _chunk(kind: bytes, data: bytes) -> bytes:
@@ -303,28 +349,68 @@ def sha256(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
+def asset_views(scene: Scene, bounds: np.ndarray) -> dict:
+    """The five views oriented on the asset: "front" looks at the horizontal side from which the most
+    parts are visible (doors, drawers and handles face out; a back panel hides everything), ties
+    settled by a fixed order; "side" is to the front's right, the three-quarter views between them
+    and from above. Z up (the scene is normalised)."""
+    seen = []
+    for k, d in enumerate(HORIZONTAL):
+        look = (-d[0], -d[1], -d[2])
+        cam = camera("probe", bounds, PROBE_SIZE, {"probe": (look, (0.0, 0.0, 1.0))})
+        seen.append((-visible_parts(scene, cam), k))
+    front = HORIZONTAL[min(seen)[1]]                       # the camera stands on this side
+    right = (-front[1], front[0], 0.0)                     # 90 degrees counter-clockwise seen from above
+    up = (0.0, 0.0, 1.0)
+    return {
+        "front": ((-front[0], -front[1], 0.0), up),
+        "side": ((-right[0], -right[1], 0.0), up),
+        "top": ((0.0, 0.0, -1.0), (-front[0], -front[1], 0.0)),
+        "three_quarter": ((-front[0] - right[0], -front[1] - right[1], -0.8), up),
+        "three_quarter_rear": ((front[0] + right[0], front[1] + right[1], -0.8), up),
+    }
+
+
+def difference(reference: np.ndarray, candidate: np.ndarray) -> np.ndarray:
+    """Black where the two renders agree; the candidate's pixel where they differ (a missing part
+    shows the background's grey, so every difference is bright against black)."""
+    differs = np.any(reference != candidate, axis=-1)
+    out = np.zeros_like(candidate)
+    out[differs] = np.maximum(candidate[differs], 64)     # never so dark it reads as agreement
+    return out
+
+
 def render_pair(reference: Path, candidate: Path, out_dir: Path | None = None,
                 views=tuple(VIEWS), size: int = SIZE) -> dict:
-    """Render both packages in every view, framed on their union bounds.
+    """Render both packages in every view, framed on their union bounds, and their difference.
 
-    Returns {"renderer", "size", "views", "bounds", "reference": {view: {file, digest, png}},
-    "candidate": {...}}; PNG bytes are under "png" (dropped by the caller before recording).
-    Files go to out_dir/<role>_<view>.png when out_dir is given.
+    Returns {"renderer", "size", "views", "bounds", "reference": {view: {file, digest, png, ...}},
+    "candidate": {...}, "difference": {view: {..., "differing_pixels"}}}; PNG bytes are under "png"
+    (dropped by the caller before recording). Files go to out_dir/<role>_<view>.png when out_dir is given.
     """
     scenes = {"reference": load_scene(reference), "candidate": load_scene(candidate)}
     bounds = union_bounds(*scenes.values())
+    directions = asset_views(scenes["reference"], bounds)      # the reference's views, for both
     result: dict = {"renderer": RENDERER_VERSION, "size": size, "views": list(views),
-                    "bounds_m": bounds.tolist(),
+                    "supersample": SUPERSAMPLE, "bounds_m": bounds.tolist(),
+                    "view_directions": {v: [list(map(float, directions[v][0])), list(map(float, directions[v][1]))]
+                                        for v in views},
                     "triangles": {k: int(len(s.triangles)) for k, s in scenes.items()},
                     "gprims": {k: s.gprims for k, s in scenes.items()},
-                    "skipped_ground_planes": {k: s.skipped_planes for k, s in scenes.items()}}
+                    "skipped_ground_planes": {k: s.skipped_planes for k, s in scenes.items()},
+                    "colour_sources": {k: s.colour_sources for k, s in scenes.items()}}
     if out_dir is not None:
         Path(out_dir).mkdir(parents=True, exist_ok=True)
-    for role, scene in scenes.items():
-        result[role] = {}
-        for view in views:
-            png = encode_png(rasterize(scene, camera(view, bounds, size)))
+    result.update({role: {} for role in ROLES})
+    for view in views:
+        cam = camera(view, bounds, size, directions)
+        pixels = {role: rasterize(scene, cam, SUPERSAMPLE) for role, scene in scenes.items()}
+        pixels["difference"] = difference(pixels["reference"], pixels["candidate"])
+        for role in ROLES:
+            png = encode_png(pixels[role])
             entry = {"file": f"{role}_{view}.png", "digest": sha256(png), "png": png}
+            if role == "difference":
+                entry["differing_pixels"] = int(np.count_nonzero(np.any(pixels[role] != 0, axis=-1)))
             if out_dir is not None:
                 (Path(out_dir) / entry["file"]).write_bytes(png)
             result[role][view] = entry

@@ -1,4 +1,5 @@
-"""The engine's pins: one list, in pyproject's `physical` extra and in physical/settings.py."""
+"""The engine's pins: one list, in pyproject's `physical` extra (which the `test` extra pulls in) and in
+physical/settings.py. Nothing here installs anything: installing is the README's and CI's job."""
 import tomllib
 from pathlib import Path
 
@@ -7,9 +8,12 @@ from physical.settings import ENGINE_REQUIREMENTS
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_pyproject_extra_matches_the_provisioned_pins():
+def test_pyproject_extra_matches_the_pins():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    assert tuple(project["project"]["optional-dependencies"]["physical"]) == ENGINE_REQUIREMENTS
+    extras = project["project"]["optional-dependencies"]
+    assert tuple(extras["physical"]) == ENGINE_REQUIREMENTS
+    pulled = [r.split("[", 1)[1].rstrip("]").split(",") for r in extras["test"] if "[" in r]
+    assert any("physical" in names for names in pulled)          # the test command's extra pulls the engine
     assert "physical" in project["tool"]["setuptools"]["packages"]
 
 
@@ -30,3 +34,16 @@ def test_the_authored_usd_grade_never_registers_the_engine_schemas():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]", proc.stdout
+
+
+def test_no_test_installs_packages():
+    """Installing is the README's and CI's job: no test module reaches the provisioning helper or pip."""
+    offenders = []
+    for path in sorted((ROOT / "tests").glob("*.py")) + [ROOT / "conftest.py"]:
+        text = path.read_text(encoding="utf-8")
+        if path.name == "test_physical_pins.py":
+            continue
+        for needle in ("physical.provision", "ensure_engine", '"pip", "install"', "'pip', 'install'"):
+            if needle in text:
+                offenders.append(f"{path.name}: {needle}")
+    assert not offenders, offenders
