@@ -64,11 +64,15 @@ def graph(cmp: Comparison, target: str):
     wanted_pair = [cmp.match.candidate_body(ref.body0), cmp.match.candidate_body(ref.body1)]
     have_pair = [cand.body0, cand.body1]
     bodies_ok = have_pair == wanted_pair or have_pair == wanted_pair[::-1]
-    return {
+    out = {
         "bodies": boolean(bodies_ok, sorted(map(str, wanted)), [str(b) for b in have_pair]),
         "type": boolean(ref.type == cand.type, ref.type, cand.type),
         "relationships": boolean(not cand.problems, list(ref.problems), list(cand.problems)),
     }
+    if cand.body0 is not None and cand.body0 == cand.body1:
+        # A joint between a body and itself constrains nothing: invalid, whatever else matches.
+        out["distinct_bodies"] = Component(1.0, 0.0, [ref.body0, ref.body1], [cand.body0, cand.body1], True)
+    return out
 
 
 def frame(cmp: Comparison, target: str):
@@ -125,6 +129,10 @@ def range_(cmp: Comparison, target: str):
     sign = _direction(ref, cand, swapped)
     cand_limits = {}
     for limit in cand.limits:
+        if limit.lower > limit.upper:
+            # Inverted limits admit no position at all: invalid in itself, not a nearer repair.
+            components[f"{_dof_key(ref, limit.dof)}.ordered"] = Component(
+                1.0, 0.0, "lower <= upper", [limit.lower, limit.upper], True)
         # Cone half-angles and distances are magnitudes: swapping the bodies leaves them as they are.
         signed = limit.dof not in UNSIGNED_DOFS
         lower, upper = (limit.lower, limit.upper) if sign > 0 or not signed else (-limit.upper, -limit.lower)

@@ -167,6 +167,9 @@ class StageSnapshot:
     # filled on first use by parts.free_space (only the reference's are ever needed)
     timings: dict[str, float] = field(default_factory=dict, compare=False, repr=False)
     # seconds spent reading each part (bench/ and grade.json "timings"); not content
+    scenes: tuple = ()                                           # scene.PhysicsScene, by path
+    simulator_attributes: dict[str, dict] = field(default_factory=dict)
+    # element key -> {attribute: plain value} of the simulator namespaces (see scene.py)
 
     def body_components(self, body: str | None) -> list[VisualComponent]:
         return [c for c in self.components.values() if c.body == body]

@@ -17,6 +17,7 @@ from pxr import Gf, Sdf, Tf, Usd, UsdGeom, UsdPhysics
 
 from . import spatial
 from .parts import owner_body, read_parts
+from .scene import read_scenes, read_simulator_attributes
 from .model import ArticulationRoot, Body, BodyShape, Drive, Joint, Limit, Pose, StageSnapshot
 
 JOINT_TYPES = {
@@ -103,6 +104,11 @@ def snapshot(stage: Usd.Stage, root_layer: str = "", sampling: dict | None = Non
     errors = tuple(sorted(str(e).strip() for e in stage.GetCompositionErrors()))
     timings = {"bodies_and_joints": round(time.perf_counter() - start, 6)}
     components, colliders, masses = read_parts(stage, body_paths, mpu, kgpu, sampling or {}, timings)
+    start = time.perf_counter()
+    scenes = read_scenes(parsed, mpu)
+    simulator = read_simulator_attributes(stage, set(bodies) | set(joints), set(colliders),
+                                          {s.path for s in scenes}, mpu, kgpu)
+    timings["scene"] = round(time.perf_counter() - start, 6)
 
     return StageSnapshot(
         root_layer=str(root_layer),
@@ -119,6 +125,8 @@ def snapshot(stage: Usd.Stage, root_layer: str = "", sampling: dict | None = Non
         mass=masses,
         sampling=dict(sampling or {}),
         timings=timings,
+        scenes=scenes,
+        simulator_attributes=simulator,
     )
 
 
