@@ -835,3 +835,6 @@ def inject(reference: Path, out: Path, faults: list[tuple[str, str]], seed: int)
 from .inject_parts import PART_INJECTORS  # noqa: E402
 
 INJECTORS.update(PART_INJECTORS)
+from .inject_appearance import APPEARANCE_INJECTORS  # noqa: E402
+
+INJECTORS.update(APPEARANCE_INJECTORS)
