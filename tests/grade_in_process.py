@@ -7,6 +7,7 @@ the command itself still use scoring.run.run_grade.
 """
 from __future__ import annotations
 
+from concurrent.futures import Future
 from pathlib import Path
 
 from gates.names import OBJECTIVE_GATES, PRESERVATION_GATES, VALIDITY_RULES
@@ -42,9 +43,10 @@ def _record(kind: str, ident: str, result: dict) -> TestRecord:
     return TestRecord(f"{kind}::{ident}", "passed" if result.get("passed") else "failed", kind, ident, jsonable(result))
 
 
-def grade(case: Case | Path, submission: Path) -> Decision:
+def grade(case: Case | Path, submission: Path, validity: Future | None = None) -> Decision:
+    """`validity`: the validity gate's (report, seconds) already computed, or None to run it."""
     case = case if isinstance(case, Case) else load_case(case)
-    session = GradingSession(case, Path(submission), _ReferenceOnce(str(case.paths.root)))
+    session = GradingSession(case, Path(submission), _ReferenceOnce(str(case.paths.root)), validity)
     records = [_record("check", spec.id, session.measure_check(spec).to_json()) for spec in case.profile.checks]
     records += [_record("validity", r, session.validity_rule(r).to_json()) for r in VALIDITY_RULES]
     records += [_record("preservation", g, session.preservation_gate(g).to_json()) for g in PRESERVATION_GATES]

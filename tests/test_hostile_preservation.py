@@ -203,13 +203,13 @@ def _unbound_visible_part(stage) -> Usd.Prim:
 def test_recoloured_unbound_part(tmp_path):
     def edit(stage):
         UsdGeom.Gprim(_unbound_visible_part(stage)).CreateDisplayColorAttr(Vt.Vec3fArray([Gf.Vec3f(1, 0, 1)]))
-    assert_fails(submit(tmp_path, "cheetah_visual_and_shape", edit), "healthy_materials", "diffuseColor")
+    assert_fails(submit(tmp_path, ANT, edit), "healthy_materials", "diffuseColor")
 
 
 def test_translucent_unbound_part(tmp_path):
     def edit(stage):
         UsdGeom.Gprim(_unbound_visible_part(stage)).CreateDisplayOpacityAttr(Vt.FloatArray([0.2]))
-    assert_fails(submit(tmp_path, "cheetah_visual_and_shape", edit), "healthy_materials", "opacity")
+    assert_fails(submit(tmp_path, ANT, edit), "healthy_materials", "opacity")
 
 
 def test_indexed_display_colour_of_the_same_colour_keeps_the_grade(tmp_path):
@@ -221,8 +221,23 @@ def test_indexed_display_colour_of_the_same_colour_keeps_the_grade(tmp_path):
         primvar.Set(Vt.Vec3fArray([Gf.Vec3f(0, 0, 0), colour]))
         primvar.SetIndices(Vt.IntArray([1]))
         primvar.SetInterpolation(UsdGeom.Tokens.constant)
-    d = submit(tmp_path, "cheetah_visual_and_shape", edit)
+    d = submit(tmp_path, ANT, edit)
     assert d.status is Status.GRADED and d.authored_usd == 1.0, d.reasons
+
+
+def test_freeze_finds_a_recoloured_part_as_a_material_fault(tmp_path):
+    from profiles.freeze import detect_faults
+
+    reference = CASES / ANT / "reference"
+    broken = variants.copy_package(reference, tmp_path / "broken")
+    stage = Usd.Stage.Open(str(root_layer_of(broken)), Usd.Stage.LoadAll)
+    stage.SetEditTarget(stage.GetRootLayer())
+    part = _unbound_visible_part(stage)
+    UsdGeom.Gprim(part).CreateDisplayColorAttr(Vt.Vec3fArray([Gf.Vec3f(0.1, 0.9, 0.1)]))
+    stage.GetRootLayer().Save()
+    faults = detect_faults(reference, broken)
+    assert [(f.target, f.kind in ("visual_material", "display_appearance")) for f in faults] == \
+        [(str(part.GetPath()), True)]
 
 
 # --- damage to a targeted element's other properties ---------------------------------
