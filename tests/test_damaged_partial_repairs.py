@@ -2,7 +2,8 @@
 
 For every committed case, each honest partial repair (every fault left broken: the
 input; and, with several faults, each fault repaired alone) is damaged further on the
-elements the faults target, one damage kind at a time, and graded: the damaged
+elements the faults target (one damage kind at a time, on every targeted element of
+its kind), and graded: the damaged
 submission never scores above the honest one. A fault exempts only its own properties
 from preservation; every other property of a targeted element is preserved, and a
 value invalid in itself earns no progress.
@@ -157,17 +158,18 @@ def test_damage_to_targeted_elements_never_beats_the_honest_partial_repair(case_
         validity = timed_validity(honest_dir, validity_limits(case))
         honest = _grade(case, honest_dir, validity)
         assert honest.status.value in ("graded", "preservation_failed"), honest.reasons
-        for kind, target in targets:
+        for kind in sorted({k for k, _ in targets}):
             for damage, apply in DAMAGES[kind].items():
+                # One damage kind at a time, on every targeted element of its kind at once.
                 damaged_dir = tmp_path / "damaged"
                 shutil.rmtree(damaged_dir, ignore_errors=True)
                 shutil.copytree(honest_dir, damaged_dir)
                 stage = Usd.Stage.Open(str(root_layer_of(damaged_dir)), Usd.Stage.LoadAll)
                 stage.SetEditTarget(stage.GetRootLayer())
-                prim = stage.GetPrimAtPath(target)
-                if not prim:
-                    continue          # the partial lost it (a deleted joint left broken)
-                apply(stage, prim)
+                prims = [stage.GetPrimAtPath(t) for k, t in targets if k == kind]
+                for prim in prims:
+                    if prim:          # else the partial lost it (a deleted joint left broken)
+                        apply(stage, prim)
                 stage.GetRootLayer().Save()
                 del stage
                 # Same files at the same paths: the honest partial's validity report stands.
@@ -177,7 +179,7 @@ def test_damage_to_targeted_elements_never_beats_the_honest_partial_repair(case_
                 graded += 1
                 assert got.status.value != "infrastructure_error", got.infrastructure_error
                 if got.authored_usd > honest.authored_usd + 1e-9:
-                    beaten.append(f"{name} + {damage} on {target}: {got.authored_usd:.4f} > "
+                    beaten.append(f"{name} + {damage} on its {kind}s: {got.authored_usd:.4f} > "
                                   f"{honest.authored_usd:.4f} ({got.status.value}; {got.reasons[:1]})")
     assert graded > 0
     assert not beaten, "\n".join(beaten)

@@ -275,3 +275,26 @@ def test_swapped_limits_on_a_targeted_joint_earn_no_progress(tmp_path):
     d = grade(CASES / ANT, sub)
     assert d.authored_usd <= 0.5, (d.authored_usd, d.reasons)
     assert d.targeted_semantic_score <= 0.5
+
+
+# --- equivalent layouts keep the reference's 1.0 on every hand-authored case ---------
+
+HAND_AUTHORED = sorted(c for c in (p.name for p in CASES.iterdir() if p.is_dir()) if not c.startswith("gen_"))
+
+
+def _binary(src: Path, dst: Path) -> Path:
+    """The flattened stage written as one binary (crate) layer."""
+    variants.flatten(src, dst)
+    flat = root_layer_of(dst)
+    Sdf.Layer.FindOrOpen(str(flat)).Export(str(dst / "binary.usdc"))
+    flat.unlink()
+    return dst
+
+
+@pytest.mark.parametrize("layout", ["flattened", "binary"])
+@pytest.mark.parametrize("case_id", HAND_AUTHORED)
+def test_equivalent_layouts_keep_the_reference_grade(case_id, layout, tmp_path):
+    build = {"flattened": variants.flatten, "binary": _binary}[layout]
+    submission = build(CASES / case_id / "reference", tmp_path / layout)
+    d = grade(CASES / case_id, submission)
+    assert d.status is Status.GRADED and d.authored_usd == 1.0, d.reasons
