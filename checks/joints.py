@@ -113,6 +113,9 @@ def frame(cmp: Comparison, target: str):
     }
 
 
+SINGLE_AXIS_DOFS = ("angular", "linear")
+
+
 def _travel_tolerance(cmp: Comparison, joint: Joint, dof: str) -> float:
     linear = joint.linear or dof.startswith("Trans") or dof == "linear"
     return cmp.tolerances["limit_linear_m" if linear else "limit_angle_deg"]
@@ -129,8 +132,10 @@ def range_(cmp: Comparison, target: str):
     sign = _direction(ref, cand, swapped)
     cand_limits = {}
     for limit in cand.limits:
-        if limit.lower > limit.upper:
-            # Inverted limits admit no position at all: invalid in itself, not a nearer repair.
+        if limit.dof in SINGLE_AXIS_DOFS and limit.lower > limit.upper:
+            # Inverted limits of a revolute or prismatic joint admit no position at all: invalid in
+            # itself, not a nearer repair. (A D6 axis with lower > upper is locked, by the schema;
+            # a cone's two half-angles are magnitudes.)
             components[f"{_dof_key(ref, limit.dof)}.ordered"] = Component(
                 1.0, 0.0, "lower <= upper", [limit.lower, limit.upper], True)
         # Cone half-angles and distances are magnitudes: swapping the bodies leaves them as they are.
