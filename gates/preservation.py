@@ -20,11 +20,6 @@ from .results import GateResult, from_failures
 DOF = {"revolute": 1, "prismatic": 1, "spherical": 3, "fixed": 0, "distance": 5, "d6": None, "custom": None}
 
 
-def healthy(profile: Profile):
-    """A predicate: is this reference element untargeted by every fault?"""
-    return lambda target: target not in profile.targeted
-
-
 def _measure_preserved(cmp: Comparison, profile: Profile, family: str, names: tuple[str, ...]):
     """Every measurement of these names whose (family, measure, target) no fault exempts."""
     exempt = exemptions.exempt_keys(profile, cmp)
