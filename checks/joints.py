@@ -200,13 +200,17 @@ def state(cmp: Comparison, target: str):
 
 
 def redundant(cmp: Comparison, target: str):
-    """Candidate joints beyond the reference's between the bodies this reference joint joins."""
+    """Candidate joints beyond the reference's between the bodies this reference joint joins.
+
+    A joint from one of those bodies to itself counts too: breaking the original of a
+    duplicated pair leaves the duplicate in its place and a degenerate joint, not a repair.
+    """
     ref = cmp.reference.joints[target]
     pair = {cmp.match.candidate_body(ref.body0), cmp.match.candidate_body(ref.body1)}
     extra = [
         path
         for path in cmp.match.extra_joints
-        if {cmp.candidate.joints[path].body0, cmp.candidate.joints[path].body1} == pair
+        if {cmp.candidate.joints[path].body0, cmp.candidate.joints[path].body1} <= pair
     ]
     return {"extra_joints": Component(float(len(extra)), 0.0, 0, sorted(extra))}
 
