@@ -171,6 +171,9 @@ class StageSnapshot:
     # prim path -> ((attribute, why), ...): values the snapshot could not use (wrong type,
     # shape, non-finite) or that are ambiguous (default and start-time value disagree);
     # see authoring.py. The checks fail every property such a value feeds.
+    scenes: tuple = ()                                           # scene.PhysicsScene, by path
+    simulator_attributes: dict[str, dict] = field(default_factory=dict)
+    # element key -> {attribute: plain value} of the simulator namespaces (see scene.py)
 
     def body_components(self, body: str | None) -> list[VisualComponent]:
         return [c for c in self.components.values() if c.body == body]

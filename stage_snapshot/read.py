@@ -18,6 +18,7 @@ from pxr import Gf, Sdf, Tf, Usd, UsdGeom, UsdPhysics
 from . import authoring, spatial
 from .materials import texture_digest_scope
 from .parts import owner_body, read_parts
+from .scene import read_scenes, read_simulator_attributes
 from .model import ArticulationRoot, Body, BodyShape, Drive, Joint, Limit, Pose, StageSnapshot
 
 JOINT_TYPES = {
@@ -108,6 +109,11 @@ def snapshot(stage: Usd.Stage, root_layer: str = "", sampling: dict | None = Non
     lap = time.perf_counter()
     problems = authoring.problems(stage)
     timings["authoring"] = round(time.perf_counter() - lap, 6)
+    start = time.perf_counter()
+    scenes = read_scenes(parsed, mpu)
+    simulator = read_simulator_attributes(stage, set(bodies) | set(joints), set(colliders),
+                                          {s.path for s in scenes}, mpu, kgpu)
+    timings["scene"] = round(time.perf_counter() - start, 6)
 
     return StageSnapshot(
         root_layer=str(root_layer),
@@ -125,6 +131,8 @@ def snapshot(stage: Usd.Stage, root_layer: str = "", sampling: dict | None = Non
         sampling=dict(sampling or {}),
         timings=timings,
         authoring_problems=problems,
+        scenes=scenes,
+        simulator_attributes=simulator,
     )
 
 

@@ -693,18 +693,20 @@ def test_healthy_joint_rotation_nan_fails_preservation(tmp_path, outcome_table):
 ANT_ANKLE_2 = "/ant/Geometry/torso/front_right_leg/aux_2/Body/ankle_2"   # targeted by f2 (limit units)
 
 
-def test_targeted_joint_rotation_nan_costs_only_fault_credit(tmp_path, outcome_table):
-    """The reference with the f2 joint's frame rotation made NaN: f2 stays broken, f1 is repaired, nothing healthy moved.
+def test_targeted_joint_rotation_nan_costs_preservation_of_that_joint_only(tmp_path, outcome_table):
+    """The reference with the f2 joint's frame rotation made NaN: f1 is repaired, no healthy joint moved.
 
-    SPEC 6: a targeted element left broken costs fault credit, never preservation.
+    f2 targets the joint's range, not its frame: the frame is preserved like a healthy one's,
+    so the NaN fails preservation, naming that joint alone (its match displaced no other).
     """
     submission = in_root(copy_of(ANT, "reference", tmp_path), lambda s: s.GetPrimAtPath(ANT_ANKLE_2).GetAttribute(
         "physics:localRot0").Set(Gf.Quatf(float("nan"), 0.0, 0.0, 0.0)))
     r = grade("ant_targeted_joint_rotation_nan", ANT, submission, tmp_path / "out", outcome_table)
     g = r.grade
-    assert g["status"] == "graded", g["reasons"]
+    assert g["status"] == "preservation_failed" and r.reward == {"authored_usd": 0.0}, g["reasons"]
     assert {c["fault"]: c["passed"] for c in g["checks"]}["f1"] is True
-    assert 0.0 < r.reward["authored_usd"] < 1.0
+    failures = g["preservation"]["healthy_joints"]["failures"]
+    assert failures and all("ankle_2" in f for f in failures), failures
 
 
 def test_body_flood_is_refused_before_matching(tmp_path, outcome_table):
