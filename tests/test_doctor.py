@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CASE = ROOT / "fixtures" / "cases" / "ant_two_joint_faults"
 DEMO = ROOT / "fixtures" / "submissions" / "ant_two_joint_faults_one_repair"
 # What pyproject's [tool.setuptools] packages installs: the code, without tests/, fixtures/ or conftest.py.
-INSTALLED_PACKAGES = ("checks", "gates", "physical", "profiles", "scoring", "stage_snapshot", "visual")
+INSTALLED_PACKAGES = ("checks", "closed_book", "gates", "physical", "profiles", "records", "scoring", "stage_snapshot", "visual")
 
 
 def doctor_run(*args: str, pythonpath: Path = ROOT, cwd: Path = ROOT, env: dict | None = None):
