@@ -35,7 +35,11 @@ def _fresh(case: Path, submission: Path, out: Path) -> str:
 
 @pytest.fixture(scope="module")
 def grader():
-    return WarmGrader()
+    # Closed after the module: its validity fork server is process-wide, and a later test in the
+    # same worker (its environment monkeypatched) must get a fresh validity worker again.
+    warm = WarmGrader()
+    yield warm
+    warm.close()
 
 
 def _invalid_package(tmp: Path) -> Path:
