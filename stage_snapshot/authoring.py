@@ -34,9 +34,9 @@ KINDS_BY_NAME = {
     "physics:collisionEnabled": "bool", "physics:approximation": "token",
     # joints
     "physics:localPos0": "vec3", "physics:localPos1": "vec3", "physics:localRot0": "quat",
-    "physics:localRot1": "quat", "physics:axis": "token", "physics:lowerLimit": "real",
-    "physics:upperLimit": "real", "physics:jointEnabled": "bool", "physics:excludeFromArticulation": "bool",
-    "physics:breakForce": "real", "physics:breakTorque": "real", "physics:minDistance": "real",
+    "physics:localRot1": "quat", "physics:axis": "token", "physics:lowerLimit": "bound",
+    "physics:upperLimit": "bound", "physics:jointEnabled": "bool", "physics:excludeFromArticulation": "bool",
+    "physics:breakForce": "bound", "physics:breakTorque": "bound", "physics:minDistance": "real",
     "physics:maxDistance": "real",
     # physics materials
     "physics:staticFriction": "real", "physics:dynamicFriction": "real", "physics:restitution": "real",
@@ -48,7 +48,7 @@ KINDS_BY_NAME = {
 # Multiple-apply drive and limit APIs: drive:<dof>:physics:<name>, limit:<dof>:physics:<name>.
 KINDS_BY_SUFFIX = {
     ":physics:targetPosition": "real", ":physics:targetVelocity": "real", ":physics:stiffness": "real",
-    ":physics:damping": "real", ":physics:maxForce": "real", ":physics:low": "real", ":physics:high": "real",
+    ":physics:damping": "real", ":physics:maxForce": "bound", ":physics:low": "bound", ":physics:high": "bound",
     ":physics:type": "token",
 }
 

@@ -69,6 +69,10 @@ def convert(raw: Any, kind: str) -> Any:
     """`raw` as `kind`, or Unusable."""
     if kind == "real":
         return _real(raw)
+    if kind == "bound":
+        # Limits, break forces and drive force caps: the schema's own fallback is +-inf ("no
+        # limit"), so an infinity is a meaning, not an error; NaN still is.
+        return _real(raw, infinite_ok=True)
     if kind == "vec3":
         return _vec3(raw)
     if kind == "quat":
@@ -88,11 +92,11 @@ def convert(raw: Any, kind: str) -> Any:
     raise ValueError(f"unknown kind {kind!r}")  # a verifier bug, not the submission's
 
 
-def _real(raw: Any) -> float:
+def _real(raw: Any, infinite_ok: bool = False) -> float:
     if isinstance(raw, (bool, np.bool_, str)) or not isinstance(raw, (int, float, np.integer, np.floating)):
         raise Unusable("expected a number")
     number = float(raw)
-    if not math.isfinite(number):
+    if math.isnan(number) or (not infinite_ok and math.isinf(number)):
         raise Unusable("not finite")
     return number
 
