@@ -115,6 +115,9 @@ def expected_ok(kind: str, type_name, value) -> bool:
     if kind == "real":
         return type_name in (Sdf.ValueTypeNames.Int, Sdf.ValueTypeNames.Float, Sdf.ValueTypeNames.Double) \
             and math.isfinite(float(value))
+    if kind == "bound":  # a limit: infinite means "no limit", NaN is an error
+        return type_name in (Sdf.ValueTypeNames.Int, Sdf.ValueTypeNames.Float, Sdf.ValueTypeNames.Double) \
+            and not math.isnan(float(value))
     if kind == "vec3":
         return type_name == Sdf.ValueTypeNames.Float3 and all(math.isfinite(c) for c in value)
     if kind == "quat":
@@ -147,6 +150,7 @@ class _NoFaults:
     """The profile of a case with no fault: everything is healthy."""
     targeted: frozenset = frozenset()
     input_state: dict = {}
+    checks: tuple = ()
 
 
 @pytest.fixture(scope="module")
@@ -251,6 +255,7 @@ def test_a_time_varying_transform_at_the_start_time_is_ambiguous():
 
 @pytest.mark.parametrize("kind, raw, ok", [
     ("real", True, False), ("real", "1", False), ("real", float("nan"), False), ("real", 3, True),
+    ("bound", float("inf"), True), ("bound", float("-inf"), True), ("bound", float("nan"), False),
     ("vec3", Gf.Vec3f(1, 2, 3), True), ("vec3", 1.0, False), ("vec3", Gf.Vec2f(1, 2), False),
     ("quat", Gf.Quatf(0, 0, 0, 0), False), ("quat", Gf.Quatd(1, 0, 0, 0), True), ("quat", "x", False),
     ("points", Vt.Vec3fArray([(0, 0, 0)]), True), ("points", Vt.FloatArray([1, 2, 3]), False),
