@@ -165,7 +165,9 @@ def test_repair_as_default_under_a_broken_start_sample_earns_no_fault_credit(tmp
     honest_r = grade("ant_f1_repaired_honestly", ANT, honest, tmp_path / "out_honest", outcome_table)
     hidden_r = grade("ant_f1_repaired_under_broken_start_sample", ANT, hidden, tmp_path / "out_hidden", outcome_table)
     assert honest_r.reward["authored_usd"] > 0.0, honest_r.grade["reasons"]
-    assert_graded_no_better(hidden_r, honest_r.reward["authored_usd"])
+    # The ambiguous limits also feed the joint's other checks, which are preserved like a healthy
+    # joint's (the exemption is per property): preservation fails, reward 0.
+    assert hidden_r.grade["status"] == "preservation_failed", hidden_r.grade["reasons"]
     assert hidden_r.reward["authored_usd"] < honest_r.reward["authored_usd"]
     f1 = [c for c in hidden_r.grade["checks"] if c["fault"] == "f1"]
     assert f1 and not any(c["passed"] for c in f1) and all(c["progress"] == 0.0 for c in f1), f1
