@@ -11,8 +11,6 @@ agree the fit is exact Kabsch on corresponding samples; otherwise it is ICP.
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
-
 import numpy as np
 
 from stage_snapshot import geometry
@@ -21,8 +19,6 @@ from stage_snapshot.model import VisualComponent
 from .measurement import Comparison, Component, log_ratio
 
 MISSING = math.inf
-_FITS: OrderedDict = OrderedDict()
-_FIT_CACHE_SIZE = 4096
 
 
 def _pair(cmp: Comparison, target: str) -> tuple[VisualComponent, VisualComponent | None]:
@@ -39,8 +35,9 @@ def _corresponding(ref: VisualComponent, cand: VisualComponent) -> bool:
     )
 
 
-def fit(ref: VisualComponent, cand: VisualComponent, tolerance: float = 0.0) -> dict:
-    """rotation_deg, translation_m, residual_m of the best rigid fit (memoized per pair).
+def fit(ref: VisualComponent, cand: VisualComponent, tolerance: float = 0.0, memo: dict | None = None) -> dict:
+    """rotation_deg, translation_m, residual_m of the best rigid fit (memoized per pair in `memo`,
+    the comparison's own, so nothing outlives one grade in a process that grades many).
 
     Fast path: identical sampling (same triangles) gives corresponding samples and an
     exact Kabsch fit. When that does not explain the candidate within `tolerance`
@@ -48,8 +45,8 @@ def fit(ref: VisualComponent, cand: VisualComponent, tolerance: float = 0.0) -> 
     samples and the residual is measured against the other side's *surface*, so
     sampling and triangulation never read as a change of shape.
     """
-    key = (id(ref), id(cand))
-    hit = _FITS.get(key)
+    key = ("fit", id(ref), id(cand))
+    hit = memo.get(key) if memo is not None else None
     if hit is not None and hit[0] is ref and hit[1] is cand:
         return hit[2]
     result = None
@@ -59,9 +56,8 @@ def fit(ref: VisualComponent, cand: VisualComponent, tolerance: float = 0.0) -> 
         aligned = _surface_fit(ref, cand)
         if result is None or aligned["residual_m"] < result["residual_m"]:
             result = aligned
-    _FITS[key] = (ref, cand, result)  # holding the objects keeps their ids unique
-    if len(_FITS) > _FIT_CACHE_SIZE:
-        _FITS.popitem(last=False)
+    if memo is not None:
+        memo[key] = (ref, cand, result)  # holding the objects keeps their ids unique
     return result
 
 
@@ -89,7 +85,7 @@ def placement(cmp: Comparison, target: str):
         return {"offset_m": Component(MISSING, tol_m, list(ref.centroid), "missing or hidden"),
                 "rotation_deg": Component(MISSING, tol_deg)}
     offset = math.dist(ref.centroid, cand.centroid)
-    rotation = fit(ref, cand, cmp.tolerances["geometry_shape_m"])["rotation_deg"]
+    rotation = fit(ref, cand, cmp.tolerances["geometry_shape_m"], cmp.fits)["rotation_deg"]
     return {
         "offset_m": Component(offset, tol_m, list(ref.centroid), list(cand.centroid)),
         "rotation_deg": Component(rotation, tol_deg),
@@ -104,7 +100,7 @@ def shape(cmp: Comparison, target: str):
         return {"residual_m": Component(MISSING, tol_m, None, "missing or hidden"),
                 "area": Component(MISSING, tol_area, ref.area, None)}
     return {
-        "residual_m": Component(fit(ref, cand, tol_m)["residual_m"], tol_m),
+        "residual_m": Component(fit(ref, cand, tol_m, cmp.fits)["residual_m"], tol_m),
         "area": Component(log_ratio(ref.area, cand.area), tol_area, ref.area, cand.area),
     }
 

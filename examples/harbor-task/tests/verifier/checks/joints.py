@@ -64,11 +64,15 @@ def graph(cmp: Comparison, target: str):
     wanted_pair = [cmp.match.candidate_body(ref.body0), cmp.match.candidate_body(ref.body1)]
     have_pair = [cand.body0, cand.body1]
     bodies_ok = have_pair == wanted_pair or have_pair == wanted_pair[::-1]
-    return {
+    out = {
         "bodies": boolean(bodies_ok, sorted(map(str, wanted)), [str(b) for b in have_pair]),
         "type": boolean(ref.type == cand.type, ref.type, cand.type),
         "relationships": boolean(not cand.problems, list(ref.problems), list(cand.problems)),
     }
+    if cand.body0 is not None and cand.body0 == cand.body1:
+        # A joint between a body and itself constrains nothing: invalid, whatever else matches.
+        out["distinct_bodies"] = Component(1.0, 0.0, [ref.body0, ref.body1], [cand.body0, cand.body1], True)
+    return out
 
 
 def frame(cmp: Comparison, target: str):
@@ -109,6 +113,9 @@ def frame(cmp: Comparison, target: str):
     }
 
 
+SINGLE_AXIS_DOFS = ("angular", "linear")
+
+
 def _travel_tolerance(cmp: Comparison, joint: Joint, dof: str) -> float:
     linear = joint.linear or dof.startswith("Trans") or dof == "linear"
     return cmp.tolerances["limit_linear_m" if linear else "limit_angle_deg"]
@@ -125,6 +132,12 @@ def range_(cmp: Comparison, target: str):
     sign = _direction(ref, cand, swapped)
     cand_limits = {}
     for limit in cand.limits:
+        if limit.dof in SINGLE_AXIS_DOFS and limit.lower > limit.upper:
+            # Inverted limits of a revolute or prismatic joint admit no position at all: invalid in
+            # itself, not a nearer repair. (A D6 axis with lower > upper is locked, by the schema;
+            # a cone's two half-angles are magnitudes.)
+            components[f"{_dof_key(ref, limit.dof)}.ordered"] = Component(
+                1.0, 0.0, "lower <= upper", [limit.lower, limit.upper], True)
         # Cone half-angles and distances are magnitudes: swapping the bodies leaves them as they are.
         signed = limit.dof not in UNSIGNED_DOFS
         lower, upper = (limit.lower, limit.upper) if sign > 0 or not signed else (-limit.upper, -limit.lower)
@@ -187,13 +200,17 @@ def state(cmp: Comparison, target: str):
 
 
 def redundant(cmp: Comparison, target: str):
-    """Candidate joints beyond the reference's between the bodies this reference joint joins."""
+    """Candidate joints beyond the reference's between the bodies this reference joint joins.
+
+    A joint from one of those bodies to itself counts too: breaking the original of a
+    duplicated pair leaves the duplicate in its place and a degenerate joint, not a repair.
+    """
     ref = cmp.reference.joints[target]
     pair = {cmp.match.candidate_body(ref.body0), cmp.match.candidate_body(ref.body1)}
     extra = [
         path
         for path in cmp.match.extra_joints
-        if {cmp.candidate.joints[path].body0, cmp.candidate.joints[path].body1} == pair
+        if {cmp.candidate.joints[path].body0, cmp.candidate.joints[path].body1} <= pair
     ]
     return {"extra_joints": Component(float(len(extra)), 0.0, 0, sorted(extra))}
 

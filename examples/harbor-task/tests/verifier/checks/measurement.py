@@ -9,7 +9,8 @@ shared here so that every family grades the same way (SPEC section 5):
 - progress: per component, 1 at or within tolerance, 0 at the input's frozen
   error, linear in between; averaged over the components that were broken in
   the input or are broken now (so an unchanged input scores 0, and breaking a
-  healthy component while fixing another costs progress).
+  healthy component while fixing another costs progress); 0 for the whole check
+  while a component that marks a value invalid in itself fails (`voids_progress`).
 """
 from __future__ import annotations
 
@@ -30,6 +31,9 @@ class Component:
     tolerance: float
     reference: Any = None
     candidate: Any = None
+    # A value invalid in itself (inverted limits, a joint between a body and itself): while
+    # it fails, the whole check earns no semantic progress, whatever its other components do.
+    voids_progress: bool = False
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,8 @@ class Comparison:
     # Gate measurements by (family, measure, target): preservation and objective gates
     # look at the same elements, and each is measured once (see registry.measure).
     memo: dict = field(default_factory=dict, init=False, compare=False, repr=False)
+    # Rigid fits of component pairs (checks/geometry.py), shared by placement and shape.
+    fits: dict = field(default_factory=dict, init=False, compare=False, repr=False)
 
 
 MeasureFn = Callable[[Comparison, str], "dict[str, Component] | Unmeasured"]
@@ -80,7 +86,7 @@ class Measurement:
 
     def failing(self) -> list[str]:
         return [
-            f"{name}: {c['error']:.6g} > {c['tolerance']:.6g}"
+            c["candidate"] if name == "authoring" else f"{name}: {c['error']:.6g} > {c['tolerance']:.6g}"
             for name, c in self.components.items()
             if not _within(c["error"], c["tolerance"])
         ]
@@ -131,9 +137,14 @@ def grade(
             "input_error": before,
             "passed": _within(c.error, c.tolerance),
         }
+        if c.voids_progress:
+            components[name]["voids_progress"] = True
     passed = all(c["passed"] for c in components.values())
+    invalid = any(c.get("voids_progress") and not c["passed"] for c in components.values())
     if input_errors is None:
         progress = None
+    elif invalid:
+        progress = 0.0
     else:
         progress = sum(progresses) / len(progresses) if progresses else 1.0
     m = Measurement(check, family, measure, target, passed, progress, components)

@@ -6,7 +6,7 @@ and in profiles/vocabulary.py. Nothing else changes.
 """
 from __future__ import annotations
 
-from . import articulation, bodies, collision, composition, geometry, joints, mass, materials
+from . import articulation, authoring, bodies, collision, composition, geometry, joints, mass, materials
 from .measurement import Comparison, Measurement, Unmeasured, grade
 
 FAMILIES = {
@@ -33,6 +33,10 @@ def measure(
             result = Unmeasured(f"the reference has no {family} {target}")
         else:
             result = module.MEASURES[name](cmp, target)
+            # A value the candidate authored wrongly (or ambiguously) fails every check that reads it.
+            flagged = None if isinstance(result, Unmeasured) else authoring.component(cmp, family, target)
+            if flagged is not None:
+                result = {**result, "authoring": flagged}
         cmp.memo[key] = result  # measure functions are pure: the result depends on the key alone
     return grade(check_id, family, name, target, result, input_errors)
 

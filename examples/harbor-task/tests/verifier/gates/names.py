@@ -22,5 +22,9 @@ PRESERVATION_GATES = (
     "collision_support",
     "composition_errors",
     "joint_count",
+    "physics_scene",
+    "static_scenery",
+    "simulator_attributes",
+    "healthy_materials",
 )
 OBJECTIVE_GATES = ("all_joints", "all_bodies", "articulation_preserved", "composition_complete")

@@ -1,8 +1,10 @@
-"""Preservation gates (SPEC section 6): protect every part the profile does not target.
+"""Preservation gates: protect every property the profile does not target.
 
-A targeted element left broken costs fault credit in its checks, never
-preservation; so each gate here looks only at healthy (untargeted) elements,
-except the counting gates, which bound the candidate by the input.
+A targeted property left broken costs fault credit in its checks, never
+preservation; so each gate here skips only the (family, measure, target) triples a
+fault's checks grade and their unavoidable knock-on effects (gates/exemptions.py).
+The other properties of a targeted element are preserved like healthy ones. The
+counting gates bound the candidate by the input.
 """
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from checks import joints, mass
 from checks.measurement import Comparison
 from profiles.schema import Profile
 
+from . import exemptions, scene_preservation
 from .names import PRESERVATION_GATES
 from .objective import failed, measure_all
 from .results import GateResult, from_failures
@@ -17,36 +20,10 @@ from .results import GateResult, from_failures
 DOF = {"revolute": 1, "prismatic": 1, "spherical": 3, "fixed": 0, "distance": 5, "d6": None, "custom": None}
 
 
-def healthy(profile: Profile):
-    """A predicate: is this reference element untargeted by every fault?"""
-    return lambda target: target not in profile.targeted
-
-
-def healthy_parts(profile: Profile, cmp: Comparison):
-    """Like healthy, but a fault on a visible component also touches the body that owns it.
-
-    Moving or reshaping a part that is also a collider changes that body's
-    collision and mass: the fault's own checks pay for that, not preservation.
-    """
-    touched = set(profile.targeted)
-    for target in profile.targeted:
-        component = cmp.reference.components.get(target)
-        if component is not None and component.body is not None:
-            touched.add(component.body)
-    return lambda target: target not in touched
-
-
-def healthy_joints_of(profile: Profile, cmp: Comparison):
-    """Like healthy, but a fault on a body also touches the joints attached to it.
-
-    A disabled or kinematic body is no longer a dynamic body for the UsdPhysics
-    parser, so every joint on it changes too: the fault's checks pay for that.
-    """
-    touched = set(profile.targeted)
-    for path, joint in cmp.reference.joints.items():
-        if joint.body0 in profile.targeted or joint.body1 in profile.targeted:
-            touched.add(path)
-    return lambda target: target not in touched
+def _measure_preserved(cmp: Comparison, profile: Profile, family: str, names: tuple[str, ...]):
+    """Every measurement of these names whose (family, measure, target) no fault exempts."""
+    exempt = exemptions.exempt_keys(profile, cmp)
+    return [m for name in names for m in measure_all(cmp, family, (name,), exemptions.keeps(exempt, family, name))]
 
 
 def body_correspondence(cmp: Comparison, profile: Profile) -> GateResult:
@@ -59,7 +36,10 @@ def body_correspondence(cmp: Comparison, profile: Profile) -> GateResult:
 
 def degrees_of_freedom(cmp: Comparison, profile: Profile) -> GateResult:
     failures = []
-    for target in filter(healthy_joints_of(profile, cmp), joints.targets(cmp.reference)):
+    exempt = exemptions.exempt_keys(profile, cmp)
+    # A joint keeps its degrees of freedom unless a fault's checks measure its existence, graph or state.
+    changes_dof = [exemptions.keeps(exempt, "joint", m) for m in ("existence", "graph", "state")]
+    for target in (t for t in joints.targets(cmp.reference) if all(keep(t) for keep in changes_dof)):
         ref = cmp.reference.joints[target]
         cand_path = cmp.match.joints.get(target)
         cand = cmp.candidate.joints.get(cand_path) if cand_path else None
@@ -73,28 +53,28 @@ def degrees_of_freedom(cmp: Comparison, profile: Profile) -> GateResult:
 
 
 def healthy_joints(cmp: Comparison, profile: Profile) -> GateResult:
-    failures = failed(measure_all(cmp, "joint", joints.JOINT_CHECKS, healthy_joints_of(profile, cmp)))
+    failures = failed(_measure_preserved(cmp, profile, "joint", joints.JOINT_CHECKS))
     return from_failures("healthy_joints", failures, "every healthy joint passes its joint checks", "healthy joint failures")
 
 
 def healthy_body_properties(cmp: Comparison, profile: Profile) -> GateResult:
-    failures = failed(measure_all(cmp, "body", ("state",), healthy(profile)))
+    failures = failed(_measure_preserved(cmp, profile, "body", ("state",)))
     # Established mass properties only: where the reference authors nothing they are unmeasured.
-    failures += failed(measure_all(cmp, "mass", mass.MASS_CHECKS, healthy_parts(profile, cmp)))
+    failures += failed(_measure_preserved(cmp, profile, "mass", mass.MASS_CHECKS))
     return from_failures("healthy_body_properties", failures, "healthy bodies keep their state and established mass",
                          "body property changes")
 
 
 def retained_visible_components(cmp: Comparison, profile: Profile) -> GateResult:
     """No healthy visible part deleted, hidden (unmatched) or reshaped."""
-    failures = failed(measure_all(cmp, "geometry", ("shape",), healthy(profile)))
+    failures = failed(_measure_preserved(cmp, profile, "geometry", ("shape",)))
     return from_failures("retained_visible_components", failures,
                          f"all {len(cmp.reference.components)} healthy visible components retained", "component losses")
 
 
 def collision_support(cmp: Comparison, profile: Profile) -> GateResult:
     """No healthy body loses (removes, disables, shrinks) its collision."""
-    failures = failed(measure_all(cmp, "collision", ("coverage",), healthy_parts(profile, cmp)))
+    failures = failed(_measure_preserved(cmp, profile, "collision", ("coverage",)))
     return from_failures("collision_support", failures, "healthy bodies keep their collision", "collision losses")
 
 
@@ -128,5 +108,6 @@ GATES = {
     "collision_support": collision_support,
     "composition_errors": composition_errors,
     "joint_count": joint_count,
+    **scene_preservation.GATES,
 }
 assert tuple(GATES) == PRESERVATION_GATES, "gates/names.py lists the preservation gates in test order"

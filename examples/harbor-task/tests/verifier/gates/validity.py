@@ -37,6 +37,11 @@ Rules
       is crossed reading stops and the rule fails, naming the layer where the
       limit was crossed, and ``layers_parse``/``dependencies_inside`` are
       "not checked: resource_limits failed".
+    * the *composed budget*: once every layer parses and every dependency is
+      inside, the worker composes the stage and counts composed prims,
+      instances, points and triangles (instances expanded), stopping at the
+      budget: min(max_composed_*, factor x the reference's count + slack).
+      Crossing it fails this rule with the counts (gates/composed_budget.py).
 ``layers_parse``
     Every USD layer reachable from the root (sublayers, references, payloads,
     value-clip layers, in every variant; also whatever
@@ -203,6 +208,12 @@ class ResourceLimits:
     max_files: int = 2_000
     max_prims: int = 200_000            # prim specs over all layers
     max_points: int = 20_000_000        # sum of points-array lengths over all layers
+    # Absolute bounds on the composed stage (see gates/composed_budget.py; the budget is
+    # also sized from the reference's own counts when the gate knows the reference).
+    max_composed_prims: int = 200_000
+    max_composed_instances: int = 10_000
+    max_composed_points: int = 4_000_000
+    max_composed_triangles: int = 4_000_000
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -598,11 +609,14 @@ def check_submission(
     *,
     timeout_s: float | None = None,
     memory_bytes: int | None = None,
+    reference: str | os.PathLike | None = None,
 ) -> ValidityReport:
     """Run every validity rule on ``submission``; never raises because of it.
 
     ``timeout_s`` (default 300 s) bounds the USD worker's wall-clock time and
-    ``memory_bytes`` overrides :func:`default_worker_memory`.
+    ``memory_bytes`` overrides :func:`default_worker_memory`.  ``reference``, the
+    reference's root layer, sizes the composed-stage budgets (else only the
+    absolute limits apply).
     """
     if limits is None:
         limits = ResourceLimits()
@@ -611,7 +625,8 @@ def check_submission(
     elif not isinstance(limits, ResourceLimits):
         raise TypeError(f"limits must be ResourceLimits, got {type(limits).__name__}")
     try:
-        return _check(submission, limits, timeout_s, memory_bytes)
+        return _check(submission, limits, timeout_s, memory_bytes,
+                      None if reference is None else os.fspath(reference))
     except Exception as exc:  # a verifier bug: report it, never crash the session
         msg = f"validity gate crashed: {type(exc).__name__}: {_clean(exc)}"
         return ValidityReport(
@@ -622,10 +637,11 @@ def check_submission(
         )
 
 
-def timed_validity(submission: str | os.PathLike, limits: ResourceLimits) -> tuple[ValidityReport, float]:
+def timed_validity(submission: str | os.PathLike, limits: ResourceLimits,
+                   reference: str | os.PathLike | None = None) -> tuple[ValidityReport, float]:
     """check_submission and its wall time in seconds (run in the background by the plugin)."""
     start = time.perf_counter()
-    report = check_submission(submission, limits)
+    report = check_submission(submission, limits, reference=reference)
     return report, round(time.perf_counter() - start, 6)
 
 
@@ -634,7 +650,7 @@ def _not_checked(rule: str, earlier: str, extra: str = "") -> RuleResult:
 
 
 def _check(submission: Any, limits: ResourceLimits, timeout_s: float | None,
-           memory_bytes: int | None) -> ValidityReport:
+           memory_bytes: int | None, reference: str | None = None) -> ValidityReport:
     results: dict[str, RuleResult] = {}
 
     def report(root_layer: str | None = None, layer_count: int = 0,
@@ -682,7 +698,7 @@ def _check(submission: Any, limits: ResourceLimits, timeout_s: float | None,
         memory_bytes = default_worker_memory(limits, walk.text_bytes, walk.binary_bytes)
     if timeout_s is None:
         timeout_s = DEFAULT_WORKER_TIMEOUT_S
-    out, infra = _run_worker(root, root_layer, limits, timeout_s, memory_bytes)
+    out, infra = _run_worker(root, root_layer, limits, timeout_s, memory_bytes, reference)
     if infra is not None:
         for r in RULES[2:]:
             results[r] = RuleResult(r, False, f"not checked: verifier infrastructure error: {infra}")
@@ -705,9 +721,21 @@ def _check(submission: Any, limits: ResourceLimits, timeout_s: float | None,
         return report(root_layer, layer_count)
     symlink_note = (f"; {_n(walk.symlinks, 'symlink')}, all resolving inside the package"
                     if walk.symlinks else "")
-    results["resource_limits"] = RuleResult(
-        "resource_limits", True, f"{walk_summary}{symlink_note}; {parsed_summary}"
-    )
+    composed = out.get("composed") or {}
+    if composed.get("refusal"):
+        results["resource_limits"] = RuleResult(
+            "resource_limits", False, _clean(composed["refusal"]), (_clean(composed["refusal"]),)
+        )
+    else:
+        counts = composed.get("counts")
+        composed_note = ("; composed: " + ", ".join(f"{v} {k}" for k, v in counts.items())
+                         + f" (budgets: {', '.join(f'{v} {k}' for k, v in composed['budgets'].items())})"
+                         if counts else "")
+        results["resource_limits"] = RuleResult(
+            "resource_limits", True, f"{walk_summary}{symlink_note}; {parsed_summary}{composed_note}"
+        )
+    if composed.get("error"):
+        out.setdefault("parse_errors", []).append(composed["error"])
 
     parse_errors: list[str] = out.get("parse_errors", [])
     if parse_errors:
@@ -812,8 +840,48 @@ def _make_tempdir(root: str) -> str:
     return tmp
 
 
+def _worker_env() -> dict:
+    env = dict(os.environ)
+    env.update({
+        "PXR_WORK_THREAD_LIMIT": "2",
+        "MALLOC_ARENA_MAX": "2",
+        "PYTHONDONTWRITEBYTECODE": "1",
+    })
+    env.pop("PYTHONSTARTUP", None)
+    return env
+
+
+# A process that grades many submissions forks each worker from a server that imported pxr
+# once (gates/validity_fork.py); otherwise, and whenever the server fails, a fresh interpreter.
+_FORK_SERVER = None
+
+
+def start_fork_server() -> None:
+    global _FORK_SERVER
+    from .validity_fork import ForkServer
+
+    if _FORK_SERVER is None or not _FORK_SERVER.alive():
+        _FORK_SERVER = ForkServer(os.path.abspath(__file__), _worker_env())
+
+
+def stop_fork_server() -> None:
+    global _FORK_SERVER
+    if _FORK_SERVER is not None:
+        _FORK_SERVER.close()
+        _FORK_SERVER = None
+
+
+def _forked_worker(cfg_path: str, stderr_path: str, cwd: str):
+    if _FORK_SERVER is None:
+        return None
+    try:
+        return _FORK_SERVER.spawn(cfg_path, stderr_path, cwd)
+    except OSError:  # the server is gone: this worker starts fresh
+        return None
+
+
 def _run_worker(root: str, root_layer: str, limits: ResourceLimits, timeout_s: float,
-                memory_bytes: int) -> tuple[dict, str | None]:
+                memory_bytes: int, reference: str | None = None) -> tuple[dict, str | None]:
     """Run the USD part in a capped subprocess.  Returns (result, infra_error)."""
     tmp = _make_tempdir(root)
     try:
@@ -824,6 +892,7 @@ def _run_worker(root: str, root_layer: str, limits: ResourceLimits, timeout_s: f
         cfg = {
             "package_root": root,
             "root_layer": root_layer,
+            "reference_root_layer": reference,
             "limits": limits.to_dict(),
             "memory_bytes": int(memory_bytes),
             "cpu_seconds": int(timeout_s) + 30,
@@ -833,23 +902,16 @@ def _run_worker(root: str, root_layer: str, limits: ResourceLimits, timeout_s: f
         }
         with open(cfg_path, "w", encoding="utf-8") as fh:
             json.dump(cfg, fh)
-        env = dict(os.environ)
-        env.update({
-            "PXR_WORK_THREAD_LIMIT": "2",
-            "MALLOC_ARENA_MAX": "2",
-            "PYTHONDONTWRITEBYTECODE": "1",
-        })
-        env.pop("PYTHONSTARTUP", None)
         start = time.monotonic()
         with open(stderr_path, "wb") as err:
             try:
-                proc = subprocess.Popen(
+                proc = _forked_worker(cfg_path, stderr_path, tmp) or subprocess.Popen(
                     [sys.executable, "-c", _WORKER_BOOT, os.path.abspath(__file__), cfg_path],
                     stdin=subprocess.DEVNULL,
                     stdout=err,
                     stderr=err,
                     cwd=tmp,
-                    env=env,
+                    env=_worker_env(),
                     start_new_session=True,
                 )
             except OSError as exc:
@@ -1012,6 +1074,7 @@ class _Worker:
         self.Tf = Tf
         self.root = cfg["package_root"]
         self.root_layer = cfg["root_layer"]
+        self.reference_root_layer = cfg.get("reference_root_layer")
         self.limits = ResourceLimits(**cfg["limits"])
         self.stderr_path = cfg["stderr"]
         self.progress = open(cfg["progress"], "a", encoding="utf-8")
@@ -1387,12 +1450,15 @@ class _Worker:
         ok, extra = self.read(loc, "composition dependencies",
                               lambda: list(layer.GetCompositionAssetDependencies()))
         listed = set(sublayers or [])
-        extra_paths = [p for p in (extra or []) if p and p not in listed]
+        # A set (its order follows the process's string hashing): sorted, so that the same
+        # package gives the same report in every process.
+        extra_paths = sorted(p for p in (extra or []) if p and p not in listed)
 
         seen_arcs: set[str] = set()
 
         def metadata(spec, spath: str) -> None:
-            for key in spec.ListInfoKeys():
+            # Sorted: Sdf lists the keys in an order that varies from process to process.
+            for key in sorted(spec.ListInfoKeys()):
                 if key in _SKIP_INFO_KEYS:
                     continue
                 if key in ("references", "payload"):
@@ -1452,7 +1518,7 @@ class _Worker:
         lim = self.limits
         apath = str(attr.path)
         is_points = attr.name == "points"
-        for key in attr.ListInfoKeys():
+        for key in sorted(attr.ListInfoKeys()):
             ok, value = self.read(loc, f"{key} of <{apath}>", lambda k=key: attr.GetInfo(k))
             if not ok or value is None:
                 continue
@@ -1509,9 +1575,13 @@ class _Worker:
         if self.budget is None:
             self.check_cycles()
         cross = ""
+        composed = None
         if self.budget is None and not self.parse_errors and not self.dep_errors:
             cross = self.cross_check(root_loc)
+            if not self.dep_errors:
+                composed = self.composed_budget(root_loc)
         return {
+            "composed": composed,
             "layers": self.layers,
             "prims": self.prims,
             "points": self.points,
@@ -1528,6 +1598,33 @@ class _Worker:
             },
             "cross_check": cross,
         }
+
+    def composed_budget(self, root_loc: _Loc) -> dict:
+        """Compose the stage and count it against the budgets (see composed_budget.py)."""
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location(
+            "_usd_composed_budget", os.path.join(os.path.dirname(os.path.abspath(__file__)), "composed_budget.py"))
+        budget = sys.modules[spec.name] = importlib.util.module_from_spec(spec)  # dataclasses need it listed
+        spec.loader.exec_module(budget)
+        absolute = {name: getattr(self.limits, f"max_composed_{name}") for name in budget.COUNTED}
+        reference = None
+        if self.reference_root_layer:
+            # The reference is the case's own, trusted package: a failure here is the verifier's.
+            counted = budget.count(self.reference_root_layer, absolute)
+            reference = counted.as_dict()
+        limits = budget.budgets(reference, absolute)
+        self.note(f"layer {root_loc.ident()}")
+        try:
+            counts = budget.count(root_loc.ident(), limits)
+        except MemoryError:
+            return {"refusal": f"composing the stage exceeded the verifier's memory cap "
+                               f"(budgets: {limits})", "budgets": limits}
+        except Exception as exc:  # Tf errors: the stage does not compose
+            return {"error": f"{self.show(root_loc)}: the stage does not compose: {self.usd_message(exc)}",
+                    "budgets": limits}
+        refusal = budget.refusal(counts, limits, reference) if counts.over else None
+        return {"counts": counts.as_dict(), "budgets": limits, "reference": reference, "refusal": refusal}
 
     def check_cycles(self) -> None:
         edges = self.sublayer_edges

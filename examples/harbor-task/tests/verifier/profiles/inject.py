@@ -859,3 +859,6 @@ def _inject_in_place(package: Path, faults: list[tuple[str, str]], seed: int) ->
 from .inject_parts import PART_INJECTORS  # noqa: E402
 
 INJECTORS.update(PART_INJECTORS)
+from .inject_appearance import APPEARANCE_INJECTORS  # noqa: E402
+
+INJECTORS.update(APPEARANCE_INJECTORS)

@@ -16,7 +16,7 @@ from .vocabulary import DEFAULT_CORRESPONDENCE, DEFAULT_SAMPLING, DEFAULT_TOLERA
 
 SCHEMA = "usd-repair-case-profile"
 SCHEMA_VERSION = 1
-SCORING_VERSION = "1"
+SCORING_VERSION = "4"
 
 
 class ProfileError(ValueError):

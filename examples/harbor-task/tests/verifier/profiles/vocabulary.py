@@ -78,6 +78,8 @@ FAULT_KINDS = {k.name: k for k in [
               "a body's centre of mass authored 20% of its size away"),
     FaultKind("visual_material", "component", (("material", "visual"),),
               "a component's material binding removed or swapped for another material"),
+    FaultKind("display_appearance", "component", (("material", "visual"),),
+              "an unbound part's display colour or opacity changed (what a renderer draws it with)"),
     FaultKind("physics_material", "body", (("material", "physics"),),
               "the friction or restitution of a body's colliders' physics material changed"),
     FaultKind("broken_asset_path", "asset", (("composition", "errors"),),

@@ -11,6 +11,7 @@
     usdgrade doctor [--case CASE --submission DIR --expect R]
     usdgrade records ingest JOB_DIR... [--db URL] | report [--db URL] --out DIR | show EPISODE
     usdgrade task CASE --out TASK_DIR | usdgrade task --cases DIR --out DATASET
+    usdgrade regrade JOB_DIR... --cases CASES [--engine local|ray] [-j N] ...
 
 `grade` runs the pytest session of `pytest checks ...` sealed (scoring/sealed.py) in an
 isolated child interpreter: same outputs, same exit codes.
@@ -125,6 +126,9 @@ def main(argv: list[str] | None = None) -> int:
     from profiles.task import add_parser as add_task_parser  # Harbor task folders from frozen cases
 
     add_task_parser(sub)
+    from .regrade import add_parser as add_regrade_parser  # re-grading stored submissions at scale
+
+    add_regrade_parser(sub)
 
     args = parser.parse_args(argv)
     sys.path.insert(0, str(REPO_ROOT))

@@ -40,6 +40,7 @@ from .reward import INFRASTRUCTURE_EXIT, OUTCOMES, Expected, apply_closed_book, 
 from .work_share import WORKER_INPUT_KEY, LocalWork, SharedWork
 
 if TYPE_CHECKING:
+    from .reference_cache import ReferenceCache
     from .session import GradingSession
 
 GATES_DIR = Path(__file__).resolve().parent.parent / "gates"
@@ -76,6 +77,8 @@ class RunState:
 
 
 STATE = pytest.StashKey[RunState]()
+# Set by a process that grades many submissions (scoring/warm.py): reference snapshots it keeps.
+REFERENCES = pytest.StashKey["ReferenceCache"]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -169,7 +172,8 @@ def _start_work(config: pytest.Config, state: RunState) -> None:
         return  # the session reports the malformed limits as a case error
     # The gate's USD work runs in its own capped process: this thread only waits for it.
     state.background = ThreadPoolExecutor(1, thread_name_prefix="usdgrade-validity")
-    state.validity = state.background.submit(timed_validity, state.submission, limits)
+    state.validity = state.background.submit(timed_validity, state.submission, limits,
+                                             state.case.reference_root_layer)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -185,16 +189,17 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     claimed must be finished, or the others would wait for it."""
     state = session.config.stash.get(STATE, None)
     if state is not None and state.case is not None and state.work is not None and state.work.shared:
-        _build_session(state)
+        _build_session(state, session.config)
 
 
-def _build_session(state: RunState) -> None:
+def _build_session(state: RunState, config: pytest.Config) -> None:
     try:
         start = time.perf_counter()
         from .session import GradingSession  # the measuring code: pxr, scipy, every check family
 
         imports = round(time.perf_counter() - start, 6)
-        state.session = GradingSession(state.case, state.submission, state.work, state.validity)
+        state.session = GradingSession(state.case, state.submission, state.work, state.validity,
+                                       references=config.stash.get(REFERENCES, None))
         state.session.timings["imports"] = imports
     except Exception as error:  # raised again by every test that needs it: an infrastructure error
         state.session_error = error
@@ -223,7 +228,7 @@ def grading(request: pytest.FixtureRequest) -> GradingSession:
     if state is None or state.case is None:
         pytest.fail("no case loaded", pytrace=False)
     if state.session is None and state.session_error is None:
-        _build_session(state)
+        _build_session(state, request.config)
     if state.session_error is not None:
         raise state.session_error
     return state.session

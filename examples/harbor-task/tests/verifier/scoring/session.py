@@ -28,6 +28,7 @@ from stage_snapshot.correspondence import correspond
 from stage_snapshot.model import StageSnapshot
 from stage_snapshot.read import StageOpenError, read_snapshot
 
+from .reference_cache import ReferenceCache
 from .work_share import LocalWork, SharedWork, VerifierFault
 
 __all__ = ["GradingSession", "VerifierFault", "validity_limits"]
@@ -71,10 +72,12 @@ class SubmissionRead:
 
 class GradingSession:
     def __init__(self, case: Case, submission: Path, work: LocalWork | SharedWork | None = None,
-                 validity: Future | None = None):
+                 validity: Future | None = None, references: ReferenceCache | None = None):
         """`validity`: the validity gate already running in the background (the plugin starts
-        it before the heavy imports), or None to run it here."""
+        it before the heavy imports), or None to run it here. `references`: reference snapshots
+        kept by a process that grades many submissions (scoring/reference_cache.py), or None."""
         self.case, self.submission = case, submission
+        self.references = references
         self.work = work or LocalWork()
         self._validity_future = validity
         self.timings: dict[str, float] = {}
@@ -127,17 +130,23 @@ class GradingSession:
 
     def _read_reference(self) -> tuple[StageSnapshot, float]:
         start = time.perf_counter()
-        try:
-            snapshot = read_snapshot(self.case.reference_root_layer, self.case.profile.sampling)
-        except StageOpenError as error:
-            raise CaseError(f"the reference does not open: {error}") from error
+        key = ReferenceCache.key(self.case) if self.references is not None else None
+        snapshot = self.references.get(key) if key is not None else None
+        if snapshot is None:
+            try:
+                snapshot = read_snapshot(self.case.reference_root_layer, self.case.profile.sampling)
+            except StageOpenError as error:
+                raise CaseError(f"the reference does not open: {error}") from error
+            if key is not None:
+                self.references.put(key, snapshot)
         return snapshot, round(time.perf_counter() - start, 6)
 
     def _read_submission(self) -> SubmissionRead:
         if self._validity_future is not None:
             validity, seconds = self._validity_future.result()
         else:
-            validity, seconds = timed_validity(self.submission, validity_limits(self.case))
+            validity, seconds = timed_validity(self.submission, validity_limits(self.case),
+                                               self.case.reference_root_layer)
         read = SubmissionRead(validity, timings={"validity": seconds})
         if validity.infrastructure_error:
             # The validity worker itself failed (could not start, no pxr): our fault, not the agent's.

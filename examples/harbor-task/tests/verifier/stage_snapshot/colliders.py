@@ -70,6 +70,8 @@ from scipy.spatial import ConvexHull, QhullError, cKDTree
 
 from pxr import Usd, UsdGeom, UsdPhysics
 
+from . import typed_read
+
 from .geometry import (
     TriangleSoup,
     _affine,
@@ -829,12 +831,8 @@ def union_solid(solids, kind="union") -> Solid | None:
 
 def mesh_approximation(prim: Usd.Prim, time=Usd.TimeCode.Default()) -> str:
     """The effective ``physics:approximation`` token of a mesh ('none' when unauthored)."""
-    if prim.HasAPI(UsdPhysics.MeshCollisionAPI):
-        value = UsdPhysics.MeshCollisionAPI(prim).GetApproximationAttr().Get(time)
-    else:
-        attr = prim.GetAttribute("physics:approximation")
-        value = attr.Get(time) if attr else None
-    return str(value) if value else "none"
+    value = typed_read.value(prim.GetAttribute("physics:approximation"), "token", time=time)
+    return value or "none"
 
 
 def collider_solid(prim: Usd.Prim, world, meters_per_unit: float,

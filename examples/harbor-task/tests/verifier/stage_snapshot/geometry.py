@@ -41,6 +41,8 @@ from scipy.spatial import cKDTree
 
 from pxr import Usd, UsdGeom
 
+from . import typed_read
+
 __all__ = [
     "SEGMENTS",
     "RINGS_PER_HALF_TURN",
@@ -153,16 +155,25 @@ _AXIS_PERMUTATION = {
 }
 
 
+def has_surface(soup: TriangleSoup) -> bool:
+    """Finite vertices and a positive, finite area: something a renderer draws and a sampler can sample."""
+    area = soup.area
+    return bool(np.isfinite(soup.vertices).all() and math.isfinite(area) and area > 0.0)
+
+
 def axis_permutation(axis) -> np.ndarray:
     """3x3 matrix P with ``actual = canonical @ P`` (canonical spine is +Z)."""
     return _AXIS_PERMUTATION.get(str(axis) if axis is not None else "Z", _AXIS_PERMUTATION["Z"])
 
 
 def _get(prim: Usd.Prim, name: str, time, default=None):
+    """A size or axis through the typed reader: `default` when unauthored, None when unusable."""
     attr = prim.GetAttribute(name)
     if not attr:
         return default
-    value = attr.Get(time)
+    value, problem = typed_read.read(attr, "token" if name == "axis" else "real", time)
+    if problem:
+        return None
     return default if value is None else value
 
 
@@ -192,9 +203,9 @@ def read_mesh(prim: Usd.Prim, time=Usd.TimeCode.Default()) -> tuple[np.ndarray, 
     if not prim or not prim.IsA(UsdGeom.Mesh):
         return None
     mesh = UsdGeom.Mesh(prim)
-    pts = mesh.GetPointsAttr().Get(time)
-    counts = mesh.GetFaceVertexCountsAttr().Get(time)
-    idx = mesh.GetFaceVertexIndicesAttr().Get(time)
+    pts = typed_read.value(mesh.GetPointsAttr(), "points", time=time)
+    counts = typed_read.value(mesh.GetFaceVertexCountsAttr(), "ints", time=time)
+    idx = typed_read.value(mesh.GetFaceVertexIndicesAttr(), "ints", time=time)
     if pts is None or counts is None or idx is None or len(pts) == 0 or len(counts) == 0:
         return None
     points = np.asarray(pts, dtype=np.float64).reshape(-1, 3)
@@ -212,7 +223,7 @@ def read_mesh(prim: Usd.Prim, time=Usd.TimeCode.Default()) -> tuple[np.ndarray, 
     points = points[used]
     if not np.isfinite(points).all():
         return None
-    if str(mesh.GetOrientationAttr().Get(time)) == "leftHanded":
+    if typed_read.value(mesh.GetOrientationAttr(), "token", time=time) == "leftHanded":
         faces = faces[:, [0, 2, 1]]
     return points, faces
 
@@ -676,8 +687,8 @@ def surface_distances(points, vertices, faces, candidates: int = 16) -> np.ndarr
 
     pts = _as_points(points)
     tris = np.asarray(vertices, dtype=np.float64)[np.asarray(faces, dtype=np.int64)]
-    if len(pts) == 0 or len(tris) == 0:
-        return np.full(len(pts), np.inf)
+    if len(pts) == 0 or len(tris) == 0 or not (np.isfinite(pts).all() and np.isfinite(tris).all()):
+        return np.full(len(pts), np.inf)  # nothing to measure against: as far as can be
     k = min(candidates, len(tris))
     _, index = cKDTree(tris.mean(axis=1)).query(pts, k=k, workers=1)
     index = np.asarray(index).reshape(len(pts), k)

@@ -99,6 +99,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from pxr import Gf, Usd, UsdGeom, UsdPhysics, UsdShade
 
+from . import typed_read
+
 log = logging.getLogger(__name__)
 
 __all__ = [
@@ -315,7 +317,7 @@ def _fan_triangles(counts: np.ndarray, indices: np.ndarray) -> np.ndarray | None
 
 def _mesh_mass(prim: Usd.Prim, scale: np.ndarray, approximation: str) -> _ShapeMass:
     mesh = UsdGeom.Mesh(prim)
-    pts = _get(mesh.GetPointsAttr())
+    pts = _get(mesh.GetPointsAttr(), "points")
     if pts is None or len(pts) == 0:
         return _ShapeMass(0.0, _ZERO_SHAPE.com, _ZERO_SHAPE.inertia, "mesh without points")
     pts = np.asarray(pts, dtype=float) * scale
@@ -334,7 +336,9 @@ def _mesh_mass(prim: Usd.Prim, scale: np.ndarray, approximation: str) -> _ShapeM
     note = None
     if approx not in ("none", "meshSimplification"):
         note = f"unknown approximation {approx!r}: treated as 'none'"
-    tris = _fan_triangles(_get(mesh.GetFaceVertexCountsAttr()) or [], _get(mesh.GetFaceVertexIndicesAttr()) or [])
+    counts = _get(mesh.GetFaceVertexCountsAttr(), "ints")
+    indices = _get(mesh.GetFaceVertexIndicesAttr(), "ints")
+    tris = _fan_triangles([] if counts is None else counts, [] if indices is None else indices)
     if tris is not None and (tris.min() < 0 or tris.max() >= len(pts)):
         tris = None
     if tris is not None:
@@ -349,13 +353,19 @@ def _mesh_mass(prim: Usd.Prim, scale: np.ndarray, approximation: str) -> _ShapeM
     return _ShapeMass(sm.volume, sm.com, sm.inertia, "; ".join(x for x in (note, f"mesh {why}: convex hull used", sm.note) if x))
 
 
-def _get(attr):
+def _get(attr, kind: str):
+    """The typed value (typed_read): the default, else the earliest time sample; None if unusable."""
     if not attr:
         return None
-    val = attr.Get()
-    if val is None:
-        val = attr.Get(Usd.TimeCode.EarliestTime())
+    val = typed_read.value(attr, kind)
+    if val is None and attr.GetNumTimeSamples():
+        val = typed_read.value(attr, kind, time=Usd.TimeCode.EarliestTime())
     return val
+
+
+def _length(attr) -> float:
+    """A size, radius or height: 0 (no volume) when it is unusable."""
+    return _get(attr, "real") or 0.0
 
 
 # --------------------------------------------------------------------------
@@ -376,31 +386,30 @@ class _Context:
         s = np.array([float(world_scale[0]), float(world_scale[1]), float(world_scale[2])])
         a = np.abs(s)
         if prim.IsA(UsdGeom.Cube):
-            size = float(_get(UsdGeom.Cube(prim).GetSizeAttr()))
+            size = _length(UsdGeom.Cube(prim).GetSizeAttr())
             return _box(a * size / 2.0)
         if prim.IsA(UsdGeom.Sphere):
-            return _sphere(float(_get(UsdGeom.Sphere(prim).GetRadiusAttr())) * float(a.max()))
+            return _sphere(_length(UsdGeom.Sphere(prim).GetRadiusAttr()) * float(a.max()))
         for cls, fn in ((UsdGeom.Capsule, _capsule), (UsdGeom.Cylinder, _cylinder), (UsdGeom.Cone, _cone)):
             if prim.IsA(cls):
                 g = cls(prim)
-                axis = str(_get(g.GetAxisAttr()) or "Z")
-                r = float(_get(g.GetRadiusAttr())) * _off_axis_max(a, axis)
-                h = float(_get(g.GetHeightAttr())) * float(a[_AXIS_INDEX.get(axis, 2)])
+                axis = _get(g.GetAxisAttr(), "token") or "Z"
+                r = _length(g.GetRadiusAttr()) * _off_axis_max(a, axis)
+                h = _length(g.GetHeightAttr()) * float(a[_AXIS_INDEX.get(axis, 2)])
                 return fn(r, h, axis)
         for cls, capsule in ((UsdGeom.Capsule_1, True), (UsdGeom.Cylinder_1, False)):
             if prim.IsA(cls):
                 g = cls(prim)
-                axis = str(_get(g.GetAxisAttr()) or "Z")
+                axis = _get(g.GetAxisAttr(), "token") or "Z"
                 m = _off_axis_max(a, axis)
-                rt = float(_get(g.GetRadiusTopAttr())) * m
-                rb = float(_get(g.GetRadiusBottomAttr())) * m
-                h = float(_get(g.GetHeightAttr())) * float(a[_AXIS_INDEX.get(axis, 2)])
+                rt = _length(g.GetRadiusTopAttr()) * m
+                rb = _length(g.GetRadiusBottomAttr()) * m
+                h = _length(g.GetHeightAttr()) * float(a[_AXIS_INDEX.get(axis, 2)])
                 if abs(rt - rb) <= 1e-12 * max(rt, rb, 1e-30):
                     return (_capsule if capsule else _cylinder)(rt, h, axis)
                 return _tapered(rt, rb, h, axis, capsule)
         if prim.IsA(UsdGeom.Mesh):
-            attr = prim.GetAttribute("physics:approximation")
-            approx = str(attr.Get()) if attr and attr.Get() is not None else "none"
+            approx = typed_read.prim_value(prim, "physics:approximation", "token", "none")
             src = prim.GetPrimInPrototype() if prim.IsInstanceProxy() else prim
             key = (str(src.GetPath()), approx, tuple(np.round(s, 12)))
             hit = self.shapes.get(key)
@@ -454,34 +463,26 @@ def _invalid_info():
 # --------------------------------------------------------------------------
 
 
-def _value(prim: Usd.Prim, name: str, authored_only: bool):
-    attr = prim.GetAttribute(name)
-    if not attr or (authored_only and not attr.HasAuthoredValue()):
-        return None
-    return attr.Get()
-
+# Through the typed reader: a wrong-typed, misshapen or non-finite value counts as not
+# authored here (it establishes nothing); the authoring audit records it as an error.
 
 def _positive(prim: Usd.Prim, name: str, authored_only: bool = False) -> bool:
-    v = _value(prim, name, authored_only)
-    try:
-        return v is not None and float(v) > 0.0
-    except (TypeError, ValueError):
-        return False
+    v = typed_read.prim_value(prim, name, "real", authored_only=authored_only)
+    return v is not None and v > 0.0
 
 
 def _finite_vec(prim: Usd.Prim, name: str) -> bool:
-    v = _value(prim, name, True)
-    return v is not None and all(math.isfinite(float(x)) for x in v)
+    return typed_read.prim_value(prim, name, "vec3", authored_only=True) is not None
 
 
 def _nonzero_vec(prim: Usd.Prim, name: str) -> bool:
-    v = _value(prim, name, True)
-    return v is not None and any(abs(float(x)) > 1e-5 for x in v)
+    v = typed_read.prim_value(prim, name, "vec3", authored_only=True)
+    return v is not None and any(abs(x) > 1e-5 for x in v)
 
 
 def _authored_pa(prim: Usd.Prim) -> bool:
-    v = _value(prim, "physics:principalAxes", True)
-    return v is not None and (abs(v.GetReal()) > 1e-5 or any(abs(x) > 1e-5 for x in v.GetImaginary()))
+    v = typed_read.prim_value(prim, "physics:principalAxes", "quat", authored_only=True)
+    return v is not None and any(abs(x) > 1e-5 for x in v)
 
 
 def _physics_materials(prims: list[Usd.Prim]) -> list[Usd.Prim | None]:

@@ -50,6 +50,8 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from pxr import Ar, Sdf, Usd, UsdGeom, UsdPhysics, UsdShade
@@ -211,7 +213,19 @@ def _shader_defaults(sid: str) -> dict[str, object]:
 # textures
 # ---------------------------------------------------------------------------
 
-_DIGESTS: dict[tuple, str] = {}
+# Digests by resolved path, kept for one stage read only (`texture_digest_scope`, opened by
+# read.read_snapshot): a process that grades many submissions, one after another at the same
+# paths, must never reuse the digest of another package's file.
+_DIGESTS: ContextVar[dict | None] = ContextVar("usdgrade_texture_digests", default=None)
+
+
+@contextmanager
+def texture_digest_scope():
+    token = _DIGESTS.set({})
+    try:
+        yield
+    finally:
+        _DIGESTS.reset(token)
 
 
 def _digest_resolved(resolved: str) -> str | None:
@@ -222,7 +236,8 @@ def _digest_resolved(resolved: str) -> str | None:
         key = (resolved, st.st_size, st.st_mtime_ns)
     except OSError:
         key = (resolved,)
-    hit = _DIGESTS.get(key)
+    memo = _DIGESTS.get()
+    hit = memo.get(key) if memo is not None else None
     if hit is not None:
         return hit
     if outer == resolved and os.path.isfile(resolved):
@@ -245,7 +260,8 @@ def _digest_resolved(resolved: str) -> str | None:
         else:
             out = "sha256:" + hashlib.sha256(asset.GetBuffer()).hexdigest()
         del asset
-    _DIGESTS[key] = out
+    if memo is not None:
+        memo[key] = out
     return out
 
 
@@ -440,11 +456,9 @@ def display_surface(prim: Usd.Prim) -> VisualMaterial:
 # ---------------------------------------------------------------------------
 
 def _float(attr: Usd.Attribute, default: float = 0.0) -> float:
-    v = attr.Get() if attr else None
-    try:
-        return float(v) if v is not None else default
-    except (TypeError, ValueError):
-        return default
+    from .typed_read import value  # wrong-typed or non-finite: the default (the audit records it)
+
+    return value(attr, "real", default)
 
 
 def physics_material(prim: Usd.Prim, meters_per_unit: float, kilograms_per_unit: float,

@@ -167,6 +167,13 @@ class StageSnapshot:
     # filled on first use by parts.free_space (only the reference's are ever needed)
     timings: dict[str, float] = field(default_factory=dict, compare=False, repr=False)
     # seconds spent reading each part (bench/ and grade.json "timings"); not content
+    authoring_problems: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
+    # prim path -> ((attribute, why), ...): values the snapshot could not use (wrong type,
+    # shape, non-finite) or that are ambiguous (default and start-time value disagree);
+    # see authoring.py. The checks fail every property such a value feeds.
+    scenes: tuple = ()                                           # scene.PhysicsScene, by path
+    simulator_attributes: dict[str, dict] = field(default_factory=dict)
+    # element key -> {attribute: plain value} of the simulator namespaces (see scene.py)
 
     def body_components(self, body: str | None) -> list[VisualComponent]:
         return [c for c in self.components.values() if c.body == body]

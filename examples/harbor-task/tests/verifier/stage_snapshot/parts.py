@@ -16,7 +16,7 @@ import numpy as np
 from pxr import Usd, UsdGeom, UsdPhysics
 
 from . import colliders as collider_solids
-from . import geometry, mass, materials
+from . import geometry, mass, materials, typed_read
 from .model import Collider, VisualComponent
 
 VISIBLE_PURPOSES = (UsdGeom.Tokens.default_, UsdGeom.Tokens.render)
@@ -75,7 +75,8 @@ def read_parts(stage: Usd.Stage, body_paths: set[str], mpu: float, kgpu: float, 
         start = time.perf_counter()
         if is_visible(prim):
             soup = geometry.prim_triangles(prim, world, mpu)
-            if soup is not None and len(soup.faces):
+            # A part scaled to nothing (zero area) renders nothing: it is not a visible component.
+            if soup is not None and len(soup.faces) and geometry.has_surface(soup):
                 components[path] = VisualComponent(
                     path=path,
                     name=prim.GetName(),
@@ -91,7 +92,7 @@ def read_parts(stage: Usd.Stage, body_paths: set[str], mpu: float, kgpu: float, 
         lap = time.perf_counter()
         clock["visible_parts"] += lap - start
         if prim.HasAPI(UsdPhysics.CollisionAPI):
-            enabled = UsdPhysics.CollisionAPI(prim).GetCollisionEnabledAttr().Get()
+            enabled = typed_read.value(UsdPhysics.CollisionAPI(prim).GetCollisionEnabledAttr(), "bool")
             solid = collider_solids.collider_solid(prim, world, mpu)
             bounds = solid.bounds if solid is not None else None
             centroid = (0.0, 0.0, 0.0)

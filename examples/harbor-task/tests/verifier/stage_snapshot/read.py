@@ -15,8 +15,10 @@ from pathlib import Path
 
 from pxr import Gf, Sdf, Tf, Usd, UsdGeom, UsdPhysics
 
-from . import spatial
+from . import authoring, spatial
+from .materials import texture_digest_scope
 from .parts import owner_body, read_parts
+from .scene import read_scenes, read_simulator_attributes
 from .model import ArticulationRoot, Body, BodyShape, Drive, Joint, Limit, Pose, StageSnapshot
 
 JOINT_TYPES = {
@@ -53,7 +55,8 @@ def read_snapshot(root_layer: str | Path, sampling: dict | None = None) -> Stage
     stage = open_stage(root_layer)
     opened = round(time.perf_counter() - start, 6)
     try:
-        result = snapshot(stage, str(root_layer), sampling)
+        with texture_digest_scope():
+            result = snapshot(stage, str(root_layer), sampling)
     except Tf.ErrorException as error:  # USD itself refused a value of this stage
         raise StageOpenError(f"cannot read {root_layer}: {str(error).strip()}") from error
     result.timings["open"] = opened
@@ -103,6 +106,14 @@ def snapshot(stage: Usd.Stage, root_layer: str = "", sampling: dict | None = Non
     errors = tuple(sorted(str(e).strip() for e in stage.GetCompositionErrors()))
     timings = {"bodies_and_joints": round(time.perf_counter() - start, 6)}
     components, colliders, masses = read_parts(stage, body_paths, mpu, kgpu, sampling or {}, timings)
+    lap = time.perf_counter()
+    problems = authoring.problems(stage)
+    timings["authoring"] = round(time.perf_counter() - lap, 6)
+    start = time.perf_counter()
+    scenes = read_scenes(parsed, mpu)
+    simulator = read_simulator_attributes(stage, set(bodies) | set(joints), set(colliders),
+                                          {s.path for s in scenes}, mpu, kgpu)
+    timings["scene"] = round(time.perf_counter() - start, 6)
 
     return StageSnapshot(
         root_layer=str(root_layer),
@@ -119,6 +130,9 @@ def snapshot(stage: Usd.Stage, root_layer: str = "", sampling: dict | None = Non
         mass=masses,
         sampling=dict(sampling or {}),
         timings=timings,
+        authoring_problems=problems,
+        scenes=scenes,
+        simulator_attributes=simulator,
     )
 
 

@@ -1,0 +1,160 @@
+"""A fork server for the validity gate's capped USD worker, for processes that grade many items.
+
+The validity gate reads every submission in a worker process of its own, capped and killed
+by process group (gates/validity.py). A fresh worker spends most of its ~0.3-0.5 s importing
+pxr. A process that grades many submissions (scoring/warm.py) starts one server instead: a
+process that has imported pxr once, is still single-threaded (importing pxr starts no thread;
+measured), and forks one worker per submission. The forked worker runs the very worker code
+of a fresh one (`_worker_main`: caps set first, then the package read) in a session of its
+own, with its output going to the same diagnostics file; it is still one fresh process per
+submission, killed with its group on timeout, and no state passes from one to the next.
+
+Protocol over the server's pipes, one JSON line each way: the caller sends
+[config path, diagnostics path, working folder]; the server answers ["pid", PID], then
+["exit", CODE] when the worker ends (CODE negative for a signal, as subprocess reports it).
+
+This file is loaded by path in the server (no package imports): standard library only.
+"""
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+_BOOT = (
+    "import sys, importlib.util\n"
+    "sys.dont_write_bytecode = True\n"
+    "def load(name, path):\n"
+    "    spec = importlib.util.spec_from_file_location(name, path)\n"
+    "    mod = importlib.util.module_from_spec(spec)\n"
+    "    sys.modules[name] = mod\n"
+    "    spec.loader.exec_module(mod)\n"
+    "    return mod\n"
+    "worker = load('_usd_validity_worker', sys.argv[1])\n"
+    "server = load('_usd_validity_fork', sys.argv[2])\n"
+    "server.serve(worker._worker_main)\n"
+)
+
+
+def serve(worker_main) -> None:
+    """The server's loop (runs in the server process)."""
+    from pxr import Sdf, Tf, Usd, UsdUtils  # noqa: F401  what every worker would import
+
+    os.write(1, b'["ready"]\n')
+    for line in sys.stdin:
+        cfg_path, stderr_path, cwd = json.loads(line)
+        pid = os.fork()
+        if pid == 0:  # the worker: a session of its own, output to the diagnostics file
+            code = 70
+            try:
+                os.setsid()
+                null = os.open(os.devnull, os.O_RDONLY)
+                out = os.open(stderr_path, os.O_WRONLY | os.O_APPEND)
+                os.dup2(null, 0)
+                os.dup2(out, 1)
+                os.dup2(out, 2)
+                os.chdir(cwd)
+                code = worker_main(cfg_path)
+                sys.stdout.flush()
+                sys.stderr.flush()
+            finally:
+                os._exit(code)
+        os.write(1, (json.dumps(["pid", pid]) + "\n").encode())
+        _, status = os.waitpid(pid, 0)
+        code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+        os.write(1, (json.dumps(["exit", code]) + "\n").encode())
+
+
+class ForkServerError(OSError):
+    """The server is gone or answered nonsense: the caller falls back to a fresh worker."""
+
+
+class ForkServer:
+    START_TIMEOUT_S = 120.0
+
+    def __init__(self, worker_file: str, env: dict):
+        self._lock = threading.Lock()
+        self._buffer = b""
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", _BOOT, worker_file, os.path.abspath(__file__)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+            start_new_session=True, bufsize=0,
+        )
+        if self._message(self.START_TIMEOUT_S) != ["ready"]:
+            self.close()
+            raise ForkServerError("the validity fork server did not start")
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def _message(self, timeout: float | None) -> list | None:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self._buffer:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not select.select([fd], [], [], left)[0]:
+                return None  # timed out
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                raise ForkServerError("the validity fork server ended")
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return json.loads(line)
+
+    def spawn(self, cfg_path: str, stderr_path: str, cwd: str) -> "ForkedWorker":
+        self._lock.acquire()  # one worker at a time per server (released by the worker's wait)
+        try:
+            self.proc.stdin.write((json.dumps([cfg_path, stderr_path, cwd]) + "\n").encode())
+            message = self._message(self.START_TIMEOUT_S)
+        except (OSError, ValueError) as error:
+            self._lock.release()
+            raise ForkServerError(f"the validity fork server failed: {error}") from error
+        if not message or message[0] != "pid":
+            self._lock.release()
+            raise ForkServerError(f"the validity fork server answered {message!r}")
+        return ForkedWorker(self, int(message[1]))
+
+    def close(self) -> None:
+        """End the server: its loop ends with its input; killed (with any worker) if it lingers."""
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        self.proc.wait()
+
+
+class ForkedWorker:
+    """What validity's runner needs of a worker process: pid, wait(timeout), kill()."""
+
+    def __init__(self, server: ForkServer, pid: int):
+        self.server, self.pid, self.returncode = server, pid, None
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is not None:
+            return self.returncode
+        try:
+            message = self.server._message(timeout)
+        except (OSError, ValueError):
+            message = ["exit", -signal.SIGKILL]  # the server died with its worker: a crash
+            self.server.close()
+        if message is None:
+            raise subprocess.TimeoutExpired(f"validity worker {self.pid}", timeout)
+        self.returncode = int(message[1])
+        self.server._lock.release()
+        return self.returncode
+
+    def kill(self) -> None:
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except OSError:
+            pass

@@ -1,0 +1,110 @@
+"""What `usdgrade regrade` re-grades: stored submissions, each with its case.
+
+Two sources give the same thing, a list of `Stored` submissions:
+- Harbor job folders (`JOB/<trial>/result.json`, the submission under `artifacts/app` as
+  Harbor collects the declared `/app` artifact, the earlier grade in `verifier/grade.json`);
+- the episode records store (scoring/regrade_store.py).
+A case is found by id in the `--cases` folder: `CASES/<id>/profile.json`, or a Harbor task
+folder `CASES/<id>/tests/case/profile.json`; the id is the earlier grade's profile id, else
+the task's name.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# Harbor re-creates a declared artifact under the trial's artifacts/ folder at its path.
+DEFAULT_SUBMISSION_IN = "artifacts/app"
+WHERE_FIELDS = ("model", "task", "status", "version")
+
+
+@dataclass
+class Stored:
+    """One stored submission. `key` is unique in a run and names its output folder."""
+    key: str
+    submission: Path
+    case_id: str | None
+    meta: dict = field(default_factory=dict)     # model, task, status, version (of the earlier grade)
+    previous_reward: float | None = None
+    case: Path | None = None                     # filled by find_case
+    problem: str | None = None                   # why it cannot be re-graded (no case, ...)
+    trajectory: Path | None = None               # the agent's ATIF trajectory (closed-book cases)
+
+
+def _json(path: Path) -> dict | None:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _get(data: dict | None, *keys):
+    for key in keys:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(key)
+    return data
+
+
+def _previous_reward(grade: dict | None, verifier: Path) -> float | None:
+    value = _get(grade, "authored_usd")
+    if value is None:
+        value = _get(_json(verifier / "reward.json"), "authored_usd")
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def trial_submission(trial: Path, submission_in: str = DEFAULT_SUBMISSION_IN) -> Stored:
+    """One Harbor trial folder as a stored submission."""
+    result = _json(trial / "result.json") or {}
+    grade = _json(trial / "verifier" / "grade.json")
+    task = result.get("task_name") or _get(result, "config", "task", "path")
+    model = _get(result, "agent_info", "model_info", "name") or _get(result, "config", "agent", "model_name")
+    version = None
+    if grade is not None:
+        version = f"{grade.get('scoring_version')}+{grade.get('verifier_version')}"
+    stored = Stored(
+        key=f"{trial.parent.name}/{trial.name}",
+        submission=trial / submission_in,
+        case_id=_get(grade, "profile", "id") or (Path(task).name if task else None),
+        meta={"model": model, "task": task, "status": _get(grade, "status"), "version": version},
+        previous_reward=_previous_reward(grade, trial / "verifier"),
+        trajectory=trial / "agent" / "trajectory.json" if (trial / "agent" / "trajectory.json").is_file() else None,
+    )
+    if not result:
+        stored.problem = "no readable result.json: not a Harbor trial"
+    return stored
+
+
+def job_submissions(folder: Path, submission_in: str = DEFAULT_SUBMISSION_IN) -> list[Stored]:
+    """Every trial of a Harbor job folder (or the folder itself when it is one trial)."""
+    folder = Path(folder)
+    if (folder / "result.json").is_file() and (folder / "verifier").is_dir():
+        return [trial_submission(folder, submission_in)]
+    trials = [p for p in sorted(folder.iterdir()) if p.is_dir() and (p / "result.json").is_file()]
+    return [trial_submission(t, submission_in) for t in trials]
+
+
+def find_case(cases: Path | None, case_id: str | None) -> Path | None:
+    if cases is None or not case_id or "/" in case_id or case_id in (".", ".."):
+        return None
+    for candidate in (cases / case_id, cases / case_id / "tests" / "case"):
+        if (candidate / "profile.json").is_file():
+            return candidate.resolve()
+    return None
+
+
+def parse_where(terms: list[str]) -> dict[str, set[str]]:
+    """`--where model=a,b --where status=graded` -> {"model": {"a", "b"}, "status": {"graded"}}."""
+    where: dict[str, set[str]] = {}
+    for term in terms:
+        name, sep, values = term.partition("=")
+        if not sep or name not in WHERE_FIELDS:
+            raise ValueError(f"--where {term!r}: expected FIELD=VALUE[,VALUE] with FIELD one of {', '.join(WHERE_FIELDS)}")
+        where.setdefault(name, set()).update(v for v in values.split(",") if v)
+    return where
+
+
+def selected(stored: Stored, where: dict[str, set[str]]) -> bool:
+    return all(str(stored.meta.get(name)) in values for name, values in where.items())
