@@ -58,3 +58,23 @@ def test_the_checkout_conftest_and_an_explicit_plugin_register_it_once():
     r = subprocess.run([sys.executable, "-m", "pytest", "-p", "scoring.plugin", "--co", "-q", "tests/test_reward.py"],
                        cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+
+
+def test_plain_pytest_checks_in_a_checkout_never_imports_a_submission_conftest(tmp_path):
+    """`pytest checks --case C --submission S --out O` (space-separated, as the README types it):
+    pytest's early parse takes S for a test path; the plugin refuses conftests outside the verifier."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    case = root / "fixtures" / "cases" / "ant_two_joint_faults"
+    sub = tmp_path / "sub"
+    shutil.copytree(case / "input", sub)
+    marker = tmp_path / "PLANTED_RAN"
+    (sub / "conftest.py").write_text(f"open({str(marker)!r}, 'w').write('x')\n")
+    r = subprocess.run([sys.executable, "-m", "pytest", "checks", "-q", "-p", "no:cacheprovider", "--case", str(case),
+                        "--submission", str(sub), "--out", str(tmp_path / "out")],
+                       cwd=root, capture_output=True, text=True, timeout=300)
+    assert not marker.exists(), r.stdout[-2000:]
+    assert (tmp_path / "out" / "reward.json").exists(), r.stdout[-2000:]
