@@ -315,3 +315,31 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         terminalreporter.write_line(line)
     written = [n for n in outputs.OUTPUT_FILES if (state.out / n).exists()]
     terminalreporter.write_line(f"outputs: {', '.join(str(state.out / n) for n in written)}")
+
+
+# --- no conftest from outside the verifier ------------------------------------------------
+# In a checkout, `pytest checks --case C --submission S --out O` registers this plugin through
+# the root conftest, after pytest's early argument parse took S and O for test paths; pytest then
+# imports any conftest.py it finds there. Once this plugin is registered, every conftest outside
+# the verifier's own folder is replaced by an empty module when the run grades (--case given).
+VERIFIER_FOLDER = CHECKS_DIR.parent
+
+
+def pytest_plugin_registered(plugin, manager) -> None:
+    importer = getattr(manager, "_importconftest", None)
+    if importer is None or getattr(importer, "_verifier_guard", False):
+        return
+    config = manager.get_plugin("pytestconfig")
+    args = [str(a) for a in getattr(getattr(config, "invocation_params", None), "args", ())]
+    if not any(a == "--case" or a.startswith("--case=") for a in args):
+        return
+
+    def guarded(conftestpath, *a, **k):
+        if not Path(conftestpath).resolve().is_relative_to(VERIFIER_FOLDER.resolve()):
+            import types
+
+            return types.ModuleType(f"refused_conftest_{abs(hash(str(conftestpath)))}")
+        return importer(conftestpath, *a, **k)
+
+    guarded._verifier_guard = True
+    manager._importconftest = guarded
