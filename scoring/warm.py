@@ -138,6 +138,7 @@ class WarmGrader:
 
         from .sealed import pytest_argv
 
+        held_before = _held_layers()
         out = Path(tempfile.mkdtemp(prefix="usdgrade-warm-"))
         try:
             # The sealed session's arguments: the verifier's own ini, rootdir and plugins, no
@@ -149,7 +150,7 @@ class WarmGrader:
         finally:
             shutil.rmtree(out, ignore_errors=True)
         result = ItemResult(item.key, code, texts[0], texts[1], 0.0)
-        result.recycle = _holds_layers()
+        result.recycle = bool(_held_layers() - held_before)
         return self._result(item, result, start)
 
     def _result(self, item: Item, result: ItemResult, start: float) -> ItemResult:
@@ -177,12 +178,15 @@ def _unreadable(item: Item) -> str | None:
     return None
 
 
-def _holds_layers() -> bool:
-    """After a grade nothing should keep a package's layers open in pxr."""
+def _held_layers() -> set[str]:
+    """The file layers pxr keeps open in this process. A grade that leaves one more open than
+    it found asks for its worker to be replaced: a later item must never compose a layer kept
+    from an earlier one. Layers the host process held before (a test's own stage) are not the
+    grade's doing."""
     gc.collect()
     from pxr import Sdf
 
-    return any(not layer.anonymous for layer in Sdf.Layer.GetLoadedLayers())
+    return {layer.identifier for layer in Sdf.Layer.GetLoadedLayers() if not layer.anonymous}
 
 
 class _CaseOnly:

@@ -21,6 +21,7 @@ from records.report import write_report  # noqa: E402
 from records.results import leaderboard, load_views, version_key  # noqa: E402
 from records.stats import bootstrap_mean_ci, mean_pass_at_k, pass_at_k  # noqa: E402
 from records.store import StoreError, open_store, start_key  # noqa: E402
+from profiles.schema import SCORING_VERSION  # noqa: E402
 from tests.postgres_server import PostgresServer  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -105,7 +106,7 @@ def test_ingest_keeps_failed_trials_infrastructure_errors_and_closed_book_apart(
     # the agent that timed out: a model failure with its grade
     timeout = store.get_episode(episode_id("cabinet_handle_and_collider", "model-b", 3))
     assert (timeout.exception_type, timeout.exception_valid_reward) == ("AgentTimeoutError", True)
-    assert store.has_grade(timeout.episode_id, "1")
+    assert store.has_grade(timeout.episode_id, SCORING_VERSION)   # the fixture job is built by the current grader
 
     # the verifier's infrastructure error and the closed-book violation, as the graders wrote them
     infra = store.grades(episode_id("cabinet_handle_and_collider", "model-c", 3))[0]

@@ -289,3 +289,29 @@ def test_refreeze_a_case_of_an_older_scoring_version(tmp_path):
     refrozen = json.loads(next((tmp_path / "fresh").rglob("cases/gen_cartpole_1/profile.json")).read_text())
     assert refrozen["scoring_version"] != "0" and refrozen["version"] == f"{profile['version']}+scoring-{refrozen['scoring_version']}"
     assert grade["profile"]["version"] == refrozen["version"]
+
+
+def test_a_grade_that_leaves_a_layer_open_asks_for_its_worker_to_be_replaced(grader, monkeypatch, tmp_path):
+    """Recycling is about what the grade left behind, not what the host process already held."""
+    from pxr import Sdf
+
+    held_by_host = Sdf.Layer.FindOrOpen(str(CASES / "ant_two_joint_faults" / "reference" / "ant.usda"))
+    assert held_by_host is not None
+    clean = grader.grade(Item("clean", str(CASES / "ant_two_joint_faults"), str(DEMO)))
+    assert clean.exit_code == 0 and not clean.recycle
+
+    leaked = []
+    real_main = pytest.main
+    planted = tmp_path / "kept.usda"
+    planted.write_text("#usda 1.0\n")
+
+    def main_that_leaks(*args, **kwargs):
+        code = real_main(*args, **kwargs)
+        leaked.append(Sdf.Layer.FindOrOpen(str(planted)))   # kept past the grade
+        return code
+
+    monkeypatch.setattr(pytest, "main", main_that_leaks)
+    leaking = grader.grade(Item("leaks", str(CASES / "ant_two_joint_faults"), str(DEMO)))
+    assert leaked and leaked[0] is not None
+    assert leaking.recycle and leaking.exit_code == 0
+    del held_by_host
