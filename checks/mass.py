@@ -6,7 +6,7 @@ stage (stage_snapshot.mass: body mass over collider mass/density over body
 density over material density over the default), in SI units and world space.
 
 A property the reference does not establish (its mass comes from the default
-density alone, SPEC section 7) is `Unmeasured`, never a silent pass; a
+density alone) is `Unmeasured`, never a silent pass; a
 candidate that has no matched body, or no mass properties, is at the cap.
 
 Scales: mass and principal moments as |log ratio| (tolerance log(1 + relative));

@@ -3,7 +3,7 @@
 A family's measure function returns named *components*, each an error on the
 scale that suits the quantity (metres, degrees, a log-ratio for positive
 magnitudes, 0/1 for booleans) with its strict tolerance. Everything else is
-shared here so that every family grades the same way (SPEC section 5):
+shared here so that every family grades the same way (README, "Reward"):
 
 - passed: every component's error is within its tolerance;
 - progress: per component, 1 at or within tolerance, 0 at the input's frozen

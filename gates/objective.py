@@ -1,4 +1,4 @@
-"""Objective gates (SPEC section 6): every body and joint, healthy and targeted, must pass.
+"""Objective gates (README, "Reward"): every body and joint, healthy and targeted, must pass.
 
 All must pass to lift the 0.99 cap. Each gate lists what failed.
 """

@@ -1,4 +1,4 @@
-"""Validity gate: one test per rule (SPEC section 6). Any failure makes the reward 0."""
+"""Validity gate: one test per rule (docs/bad-input.md). Any failure makes the reward 0."""
 from profiles.jsonable import jsonable
 
 

@@ -1,4 +1,4 @@
-"""Submission validity gate (SPEC section 6, "Validity").
+"""Submission validity gate (docs/bad-input.md).
 
 ``check_submission(submission, limits)`` inspects a candidate *package* (a
 local folder with exactly one root layer at its top level plus whatever it

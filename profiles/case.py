@@ -1,4 +1,4 @@
-"""A case on disk: CASE/profile.json, CASE/reference/, CASE/input/ (SPEC section 3)."""
+"""A case on disk: CASE/profile.json, CASE/reference/, CASE/input/ (README, "A case")."""
 from __future__ import annotations
 
 from dataclasses import dataclass

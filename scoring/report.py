@@ -1,4 +1,4 @@
-"""grade.json: the decision plus everything a person needs to see why (SPEC section 9)."""
+"""grade.json: the decision plus everything a person needs to see why (docs/grade-json.md)."""
 from __future__ import annotations
 
 import os

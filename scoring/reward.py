@@ -6,7 +6,7 @@ submission. Steps, each separate:
 1. records      -> which tests errored, which expected ones are missing
 2. gates        -> validity, preservation, objective pass/fail
 3. checks       -> F (strict fraction) and S (mean semantic progress)
-4. one Status   -> the reward rule of SPEC section 5 and the exit code
+4. one Status   -> the reward rule (README, "Reward") and the exit code
 5. closed book  -> a closed-book case's trajectory verdict may zero the reward
 """
 from __future__ import annotations

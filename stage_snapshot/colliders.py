@@ -1,6 +1,6 @@
 """Colliders as a simulator sees them: world-space solids that answer "is this point inside".
 
-Building blocks for the "collision" check family (SPEC section 7): coverage (share of a
+Building blocks for the "collision" check family (README, "What is measured"): coverage (share of a
 body's visible surface within its colliders) and free space (share of the reference's
 empty space inside the body's bounds that candidate colliders fill). Metres, world
 space, deterministic (seeded ``PCG64``; no set/dict order; single-threaded queries).
@@ -38,7 +38,7 @@ Solids
   ==================== ==========================================================
 
   Triangle-mesh colliders on dynamic bodies are replaced by convex hulls in PhysX;
-  this module does what the brief asks (``none`` = the mesh) and leaves that policy to
+  this module takes the authored approximation at its word (``none`` = the mesh) and leaves that policy to
   the caller. ``collisionEnabled`` and which prims are colliders are the caller's call.
 
 * Flat point sets (coplanar hull) become a zero-volume ``surface`` solid (points within

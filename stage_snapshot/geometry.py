@@ -1,7 +1,7 @@
 """Component geometry: world-space triangle soups, surface samples, surface agreement.
 
 Pure, deterministic numeric building blocks for the "component geometry" check family
-(SPEC section 7). Everything here is in SI metres and world space: a prim's points are
+(README, "What is measured"). Everything here is in SI metres and world space: a prim's points are
 taken through its full local-to-world matrix (rotation, non-uniform scale, shear,
 translation) and then multiplied by the stage's metersPerUnit.
 

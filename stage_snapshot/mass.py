@@ -24,7 +24,7 @@ attributes otherwise), and the value is one the API honours.
 * ``established["inertia"]``: mass is established, or a non-zero
   ``physics:diagonalInertia`` is authored on the body or on one of its colliders
   (the API treats (0, 0, 0) as "not set").
-  (The collider-level centre of mass / inertia is an extension of the brief's
+  (The collider-level centre of mass / inertia is an extension of a
   body-only rule: the API honours those attributes, so they are authored
   determinants too.)
 

@@ -2,7 +2,7 @@
 
 The UsdPhysics parser (`UsdPhysicsLoadStageFromPrimRange`) does the schema work:
 it resolves joint relationships to rigid bodies and expresses local joint poses
-in each body's unscaled frame. What it leaves to us (see shared/NOTES.md):
+in each body's unscaled frame. What it leaves to us:
 world-space joint frames, SI units, relationship problems (a missing target comes
 back as "the world"; body0 == body1 comes back valid), articulation root
 locations, and composition errors.

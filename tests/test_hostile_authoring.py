@@ -158,7 +158,7 @@ def _repair_f1(stage: Usd.Stage, reference: Path, keep_broken_sample: bool) -> N
 
 
 def test_repair_as_default_under_a_broken_start_sample_earns_no_fault_credit(tmp_path, outcome_table):
-    """The issue's repro: the repaired default over the broken value sampled at the start time is not a repair."""
+    """The repaired default over the broken value sampled at the start time is not a repair."""
     reference = ANT / "reference" / "ant.usda"
     honest = in_root(copy_of(ANT, "input", tmp_path, "honest"), lambda s: _repair_f1(s, reference, False))
     hidden = in_root(copy_of(ANT, "input", tmp_path, "hidden"), lambda s: _repair_f1(s, reference, True))

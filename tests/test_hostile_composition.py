@@ -69,7 +69,7 @@ def _timed_grade(name, case, submission, tmp_path, table):
 # --- builders: (tmp_path) -> submission -----------------------------------------------
 
 def _ant_binary_tree_2_21(tmp):
-    """The issue's repro: 21 specs referencing each other compose 2^21 prims."""
+    """A binary reference tree: 21 specs referencing each other compose 2^21 prims."""
     pkg = copy_of(ANT, "reference", tmp)
     add_to_root_text(pkg, reference_tree(21))
     return pkg
@@ -118,7 +118,7 @@ def _ant_external_layer_tree(tmp):
 
 
 def _ant_mesh_copies(tmp):
-    """The issue's second repro, scaled down: a 5,000-triangle mesh composed 63 times through a same-layer
+    """A same-layer reference tree of a mesh, scaled down: a 5,000-triangle mesh composed 63 times through a same-layer
     reference tree (32 copies under the top level): 315k composed triangles from one small layer (the ant has none)."""
     pkg = copy_of(ANT, "reference", tmp)
     add_to_root_text(pkg, reference_tree(6, leaf=grid_mesh("Big", 50), prefix="M"))

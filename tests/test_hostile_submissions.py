@@ -1,4 +1,4 @@
-"""Hostile submissions (issue 4), end to end through the operator's exact command.
+"""Hostile submissions, end to end through the operator's exact command.
 
 Every submission here is built in tmp_path from a copy of a committed case's
 reference/ (an otherwise perfect repair: only the attack can lower its 1.0) or

@@ -1,6 +1,6 @@
 """Infrastructure errors end to end: `pytest checks --case ... --submission ... --out ...` in a child process.
 
-SPEC section 4: a broken case, a digest mismatch, a crashed worker or a check that
+A broken case, a digest mismatch, a crashed worker or a check that
 raised instead of measuring is never a score: grade.json says
 `infrastructure_error` with the cause, reward.json holds the numeric fallback
 {"authored_usd": 0.0}, and the exit code is 3. OUT may not lie inside the

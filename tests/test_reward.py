@@ -1,4 +1,4 @@
-"""The outcome rules of SPEC sections 4 and 5, on synthetic test records."""
+"""The outcome rules of the README's "The command" and "Reward" sections, on synthetic test records."""
 import pytest
 
 from scoring.reward import Expected, Status, TestRecord, decide

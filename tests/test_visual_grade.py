@@ -183,7 +183,7 @@ def test_rubric_validation(bad):
         rubrics.validate(bad)
 
 
-def test_default_rubric_covers_the_issue():
+def test_default_rubric_has_its_seven_criteria():
     ids = {c["id"] for c in rubrics.load()["criteria"]}
     assert ids == {"silhouette", "no_missing_parts", "no_extra_parts", "placement", "proportions",
                    "materials_and_colours", "surface_artefacts"}
