@@ -22,7 +22,7 @@ from stage_snapshot.read import StageOpenError
 from visual.render import RenderError
 
 from .progress import progress
-from .report import arithmetic, failing_checks, not_run_by_kind, unmeasured_checks
+from .report import arithmetic, checks_not_run, failing_checks, not_run_by_kind, unmeasured_checks
 
 MAX_PICTURED = 20   # failing checks drawn (least progress first); the rest get bars only
 
@@ -161,7 +161,7 @@ def page(grade: dict, figures: dict[int, str], pictures_note: str | None) -> str
     body += [check_section(i, c, figures.get(i, "")) for i, c in enumerate(checks)] or ["<p>none</p>"]
     for c in unmeasured_checks(grade):
         body.append(f"<p><code>{_e(c.get('id'))}</code> unmeasured: {_e(c.get('details'))}</p>")
-    not_run = not_run_by_kind(grade).get("check")
+    not_run = checks_not_run(grade)
     if not_run:
         body.append("<h2>Checks not run</h2><p>" + ", ".join(f"<code>{_e(i)}</code>" for i in not_run) + "</p>")
     passing = [c.get("id") for c in grade.get("checks", []) if c.get("passed") is True]

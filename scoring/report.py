@@ -48,7 +48,7 @@ def build(decision: Decision, records: list[TestRecord], state, elapsed: float) 
             "target": spec.target,
             "passed": m.get("passed") if m else None,
             "progress": m.get("progress") if m else None,
-            "details": m.get("details") if m else "not run",
+            "details": m.get("details") if m else NOT_RUN,
             "components": m.get("components") if m else {},
         })
     timings = {"total_s": round(elapsed, 3), "tests_s": round(sum(r.seconds for r in records), 6)}
@@ -123,6 +123,8 @@ def _figure(value) -> str:
     return "-" if value is None else (f"{value:.4f}" if isinstance(value, float) else str(value))
 
 
+# What a check that left no measurement says in grade.json (its "details").
+NOT_RUN = "not run"
 # A grade without a reward: F and S were not computed over the whole case, so none is shown.
 NO_REWARD_STATUSES = ("partial", "infrastructure_error")
 
@@ -168,9 +170,18 @@ def failing_checks(grade: dict) -> list[dict]:
     return sorted(failing, key=lambda c: (c.get("progress") if c.get("progress") is not None else -1.0, c.get("id")))
 
 
+def checks_not_run(grade: dict) -> list[str]:
+    """The checks that left no measurement: deselected (a partial run), never reached, or raised
+    instead of measuring (an infrastructure error)."""
+    missing = not_run_by_kind(grade).get("check", [])
+    recorded_none = [c.get("id") for c in grade.get("checks", [])
+                     if c.get("passed") is None and not c.get("components") and c.get("details") == NOT_RUN]
+    return missing + [i for i in recorded_none if i not in missing]
+
+
 def unmeasured_checks(grade: dict) -> list[dict]:
     """Checks that ran but could not measure (passed is null with a result)."""
-    not_run = set(not_run_by_kind(grade).get("check", []))
+    not_run = set(checks_not_run(grade))
     return [c for c in grade.get("checks", []) if c.get("passed") is None and c.get("id") not in not_run]
 
 
@@ -182,8 +193,8 @@ def summary_lines(grade: dict, max_checks: int = 10) -> list[str]:
         lines.append(f"infrastructure error: {grade['infrastructure_error']}")
     for kind in ("validity", "preservation", "objective"):
         lines.append(f"{kind:<13} {gate_summary(grade, kind)}")
-    not_run = not_run_by_kind(grade).get("check", [])
-    if grade.get("status") == "partial":
+    not_run = checks_not_run(grade)
+    if grade.get("status") in NO_REWARD_STATUSES and not_run:
         lines.append(f"checks        {len(not_run)} of {len(grade.get('checks', []))} not run: no reward")
     for reason in grade.get("reasons", [])[:5]:
         lines.append(f"  - {reason}")
@@ -207,7 +218,7 @@ def arithmetic(grade: dict) -> str | None:
         missing = grade.get("missing_tests") or []
         return f"partial run: {len(missing)} required test(s) not run, so no F, S or reward was computed"
     if status == "infrastructure_error":
-        return "infrastructure error: nothing was measured, reward.json holds the fallback 0 (not a score)"
+        return "infrastructure error: no F, S or reward was computed; reward.json holds the fallback 0 (not a score)"
     f, s = grade.get("targeted_repair_fraction"), grade.get("targeted_semantic_score")
     if f is None or s is None:
         return None
@@ -251,8 +262,8 @@ def explain_lines(grade: dict) -> list[str]:
                 lines.append(_component_line(name, comp))
     for c in unmeasured_checks(grade):
         lines.append(f"  {c['id']} on {c['target']}: unmeasured: {c.get('details')}")
-    if not_run.get("check"):
-        lines.append("checks not run: " + ", ".join(not_run["check"]))
+    if checks_not_run(grade):
+        lines.append("checks not run: " + ", ".join(checks_not_run(grade)))
     passing = [c["id"] for c in grade.get("checks", []) if c.get("passed") is True]
     if passing:
         lines.append("passing checks: " + ", ".join(passing))

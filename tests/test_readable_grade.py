@@ -3,6 +3,7 @@ when it applied, and `pytest checks` without a case fails instead of looking lik
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,9 +18,9 @@ CASE = ROOT / "fixtures" / "cases" / "ant_two_joint_faults"
 DEMO = ROOT / "fixtures" / "submissions" / "ant_two_joint_faults_one_repair"
 
 
-def pytest_run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+def pytest_run(*args: str, cwd: Path = ROOT, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
-                          cwd=cwd, capture_output=True, text=True)
+                          cwd=cwd, capture_output=True, text=True, env=env)
 
 
 def record(kind: str, name: str, passed: bool, progress: float | None = None) -> TestRecord:
@@ -64,6 +65,12 @@ def partial_grade(tmp_path_factory) -> dict:
     return {"grade": json.loads((out / "grade.json").read_text()), "stdout": r.stdout}
 
 
+def test_objective_met_names_no_cap():
+    d = decide(graded(((True, 1.0), (True, 1.0)))[:-1] + [record("objective", "all_joints", True)], EXPECTED)
+    assert d.status is Status.GRADED and d.authored_usd == 1.0
+    assert not any("cap" in r or "objective not met" in r for r in d.reasons), d.reasons
+
+
 def test_demo_summary_says_the_cap_was_not_reached(demo_grade):
     out = demo_grade["stdout"]
     assert "capped" not in out
@@ -97,6 +104,44 @@ def test_infrastructure_error_summary_says_nothing_ran():
     assert "all 0 pass" not in summary and "not run" in summary and "case digest mismatch" in summary
     text = "\n".join(explain_lines(grade))
     assert "R = " not in text and "failing checks" not in text and "not a score" in text
+
+
+# A check that raises instead of measuring: the grade is an infrastructure error, and the check
+# that raised left no measurement.
+RAISING_CHECK_PLUGIN = """
+import pytest
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_call(item):
+    if "test_fault_check" in item.nodeid and "f2-joint.range" in item.nodeid:
+        raise RuntimeError("the range check blew up")
+"""
+
+
+@pytest.fixture(scope="module")
+def raised_grade(tmp_path_factory) -> dict:
+    plugins = tmp_path_factory.mktemp("plugins")
+    (plugins / "usdgrade_raising_check.py").write_text(RAISING_CHECK_PLUGIN)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plugins), str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    out = tmp_path_factory.mktemp("raised")
+    r = pytest_run("-p", "usdgrade_raising_check", "checks", "--case", str(CASE), "--submission", str(DEMO),
+                   "--out", str(out), "-q", env=env)
+    assert r.returncode == 3, r.stdout[-2000:] + r.stderr[-2000:]
+    return {"grade": json.loads((out / "grade.json").read_text()), "stdout": r.stdout}
+
+
+def test_infrastructure_error_run_says_which_check_did_not_run(raised_grade):
+    grade, out = raised_grade["grade"], raised_grade["stdout"]
+    assert grade["status"] == "infrastructure_error" and "blew up" in grade["infrastructure_error"]
+    summary = out[out.index("= usdgrade ="):]
+    assert "no F or S (infrastructure error)" in summary and "F 0.0000" not in summary
+    assert "checks        1 of 2 not run: no reward" in summary
+    text = "\n".join(explain_lines(grade))
+    assert "R = " not in text and "no F, S or reward was computed" in text and "not a score" in text
+    assert "checks not run: f2-joint.range" in text
+    assert "failing checks" not in text and "unmeasured" not in text   # it raised: it measured nothing
+    assert "passing checks: f1-joint.frame" in text
 
 
 def test_explain_of_the_demo_keeps_the_arithmetic(demo_grade):
