@@ -94,7 +94,10 @@ def test_success_sends_images_schema_and_records_ids():
     assert "temperature" not in body
     # the judge is told what the renders are and are not, and what a difference image is
     text = " ".join(b["text"] for b in blocks if b["type"] == "text") + body["system"]
-    assert "average colour" in text and "NOT" in text and "DIFFERENCE" in text
+    assert "DIFFERENCE" in text
+    # textures are sampled, and what is still not shown is said
+    assert "textures ARE sampled" in text and "average colour" not in text
+    assert "no normal, bump, roughness" in text and "no lighting beyond" in text and "fallback" in text
 
 
 def test_rate_limit_then_success_is_retried():
