@@ -239,6 +239,8 @@ def test_score_weights_and_unclear_counts_zero():
     assert score(RUBRIC, {"shape": "pass", "parts": "pass", "colour": "pass"}) == 1.0
     assert score(RUBRIC, {"shape": "pass", "parts": "unclear", "colour": "fail"}) == pytest.approx(3 / 6)
     assert score(RUBRIC, {"shape": "unclear", "parts": "pass"}) == pytest.approx(2 / 6)
+    # a criterion in error earns nothing and still counts in the total
+    assert score(RUBRIC, {"shape": "error", "parts": "pass", "colour": "pass"}) == pytest.approx(3 / 6)
 
 
 def test_fake_judge_is_deterministic():
