@@ -358,15 +358,17 @@ def sample(texture: Texture, st: np.ndarray) -> np.ndarray:
     x0, x1, fx, vx0, vx1 = _axis(st[:, 0], w, texture.wrap[0])
     y0, y1, fy, vy0, vy1 = _axis(st[:, 1], h, texture.wrap[1])
     gx, gy = 1.0 - fx, 1.0 - fy
+    flat = texels.reshape(-1, 4)
     out = np.zeros((len(st), 4))
     for (yy, vy, wy) in ((y0, vy0, gy), (y1, vy1, fy)):
+        row = yy * w
         for (xx, vx, wx) in ((x0, vx0, gx), (x1, vx1, fx)):
             weight = wy * wx
             if vx is not None:
                 weight = np.where(vx, weight, 0.0)
             if vy is not None:
                 weight = np.where(vy, weight, 0.0)
-            out += texels[yy, xx] * weight[:, None]
+            out += np.take(flat, row + xx, axis=0) * weight[:, None]
     out = out * texture.scale + texture.bias
     index = CHANNELS[texture.channel]
     rgb = out[:, :3] if index is None else np.repeat(out[:, index:index + 1], 3, axis=1)
