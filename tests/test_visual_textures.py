@@ -138,7 +138,7 @@ def _expected(scene, linear_rgb, cam_point):
 def test_a_checker_texture_shows_both_colours_on_its_halves(tmp_path):
     pkg = _quad_package(tmp_path / "pkg")
     scene = render.load_scene(pkg)
-    assert scene.colour_sources == {"texture": 1}
+    assert scene.colour_sources == {"texture": 1} and scene.textured_parts == {"/a/quad": "texture"}
     image, cam = _render(scene)
     for (fx, fz), colour in (((0.25, 0.5), (1.0, 0.0, 0.0)), ((0.75, 0.5), (0.0, 0.0, 1.0)),
                              ((0.1, 0.2), (1.0, 0.0, 0.0)), ((0.9, 0.8), (0.0, 0.0, 1.0))):
@@ -287,6 +287,7 @@ def test_a_texture_that_does_not_load_shows_its_fallback(tmp_path, monkeypatch, 
         monkeypatch.setattr(textures, "MAX_TEXTURE_PIXELS", 16 * 16)
     scene = render.load_scene(pkg)
     assert scene.colour_sources == {"texture_fallback": 1} and not scene.textures
+    assert scene.textured_parts == {"/a/quad": "texture_fallback"}
     assert np.allclose(scene.colors, (0.0, 0.5, 0.0))
     assert _colours_at(pkg, [(0.25, 0.5), (0.75, 0.5)]) == [_expected(scene, (0.0, 0.5, 0.0), (0.5, 0.5))] * 2
 
@@ -334,6 +335,8 @@ def test_the_fixture_cabinet_door_shows_its_wood_grain(tmp_path):
     case = CASES / "cabinet_hierarchy_and_visual"
     result = render.render_pair(case / "reference", case / "input", tmp_path, views=("front",))
     assert result["colour_sources"]["reference"] == {"material": 12, "texture": 2}
+    assert set(result["textured_parts"]["reference"].values()) == {"texture"}
+    assert len(result["textured_parts"]["reference"]) == 2 and len(result["textured_parts"]["candidate"]) == 1
     reference = render.decode_png((tmp_path / "reference_front.png").read_bytes()).astype(int)
     candidate = render.decode_png((tmp_path / "candidate_front.png").read_bytes()).astype(int)
     brown = (reference[..., 0] > reference[..., 1] + 25) & (reference[..., 1] > reference[..., 2] + 10)

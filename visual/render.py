@@ -66,6 +66,7 @@ class Scene:
     texture_ids: np.ndarray | None = None   # (n,)
     st: np.ndarray | None = None            # (n, 3, 2)
     textures: tuple = ()                    # textures.Texture, sampled where a triangle refers to one
+    textured_parts: dict | None = None      # prim path -> "texture" (sampled) or "texture_fallback"
 
     def bounds(self) -> np.ndarray | None:
         if len(self.triangles) == 0:
@@ -132,7 +133,7 @@ def load_scene(package: Path) -> Scene:
     y_up = UsdGeom.GetStageUpAxis(stage) == UsdGeom.Tokens.y
     cache = UsdGeom.XformCache()
     tris, cols, ids, count, planes, sources = [], [], [], 0, 0, {}
-    tex_ids, corner_st, used_textures, texture_cache = [], [], [], {}
+    tex_ids, corner_st, used_textures, texture_cache, textured = [], [], [], {}, {}
     for prim in stage.Traverse(Usd.TraverseInstanceProxies(Usd.PrimDefaultPredicate)):
         if not prim.IsA(UsdGeom.Gprim) or not parts.is_visible(prim):
             continue
@@ -168,6 +169,8 @@ def load_scene(package: Path) -> Scene:
         else:
             tex_ids.append(np.full(len(t), -1, dtype=np.int64))
         rgb, how = _color(prim, Path(package), texture)
+        if texture is not None:
+            textured[str(prim.GetPath())] = how
         sources[how] = sources.get(how, 0) + 1
         cols.append(np.broadcast_to(np.array(rgb, dtype=np.float64), (len(t), 3)))
         ids.append(np.full(len(t), count, dtype=np.int64))
@@ -179,7 +182,8 @@ def load_scene(package: Path) -> Scene:
         triangles = np.stack([triangles[..., 0], -triangles[..., 2], triangles[..., 1]], axis=-1)
     return Scene(triangles, np.ascontiguousarray(np.concatenate(cols)), np.concatenate(ids), count, planes,
                  dict(sorted(sources.items())), np.concatenate(tex_ids),
-                 np.ascontiguousarray(np.concatenate(corner_st), dtype=np.float64), tuple(used_textures))
+                 np.ascontiguousarray(np.concatenate(corner_st), dtype=np.float64), tuple(used_textures),
+                 dict(sorted(textured.items())))
 
 
 def union_bounds(*scenes: Scene) -> np.ndarray:
@@ -452,7 +456,8 @@ def render_pair(reference: Path, candidate: Path, out_dir: Path | None = None,
                     "triangles": {k: int(len(s.triangles)) for k, s in scenes.items()},
                     "gprims": {k: s.gprims for k, s in scenes.items()},
                     "skipped_ground_planes": {k: s.skipped_planes for k, s in scenes.items()},
-                    "colour_sources": {k: s.colour_sources for k, s in scenes.items()}}
+                    "colour_sources": {k: s.colour_sources for k, s in scenes.items()},
+                    "textured_parts": {k: s.textured_parts or {} for k, s in scenes.items()}}
     if out_dir is not None:
         Path(out_dir).mkdir(parents=True, exist_ok=True)
     result.update({role: {} for role in ROLES})
