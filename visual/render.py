@@ -254,11 +254,12 @@ def rasterize(scene: Scene, cam: dict, supersample: int = 1) -> np.ndarray:
 
 def visible_parts(scene: Scene, cam: dict) -> int:
     """How many distinct parts a camera sees (at the camera's size, no anti-aliasing)."""
-    return len(_rasterize(scene, cam, outline_px=1)[1])
+    return len(_rasterize(scene, cam, outline_px=1, sample_textures=False)[1])
 
 
-def _rasterize(scene: Scene, cam: dict, outline_px: int) -> tuple[np.ndarray, set]:
-    """(size, size, 3) float display values and the set of part ids seen."""
+def _rasterize(scene: Scene, cam: dict, outline_px: int, sample_textures: bool = True) -> tuple[np.ndarray, set]:
+    """(size, size, 3) float display values and the set of part ids seen (``sample_textures`` False:
+    textured parts flat in their mean colour, for callers that only count parts)."""
     size = cam["size"]
     background = np.array(BACKGROUND, dtype=np.float64)
     image = np.empty((size * size, 3), dtype=np.float64)
@@ -338,7 +339,7 @@ def _rasterize(scene: Scene, cam: dict, outline_px: int) -> tuple[np.ndarray, se
         start = stop
     hit = owner >= 0
     image[hit] = colors[owner[hit]]
-    if scene.textures and scene.texture_ids is not None and scene.st is not None:
+    if sample_textures and scene.textures and scene.texture_ids is not None and scene.st is not None:
         # Texture coordinates per pixel centre. The cameras are orthographic, so the barycentrics in
         # screen space are the perspective-correct ones (w = 1 at every vertex) and interpolate st exactly.
         pixels = np.nonzero(hit)[0]
