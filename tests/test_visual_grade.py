@@ -3,7 +3,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import anthropic
@@ -304,7 +307,25 @@ def test_no_key_writes_an_error_record_and_exits_3(graded, tmp_path, monkeypatch
     assert record["judge"]["model_requested"] == "claude-opus-5-5" and record["score"] is None
 
 
+def test_no_key_through_the_usdgrade_command_exits_3_without_a_traceback(graded, tmp_path):
+    """The installed command's own path (`usdgrade visual`, a fresh interpreter): a clear error record and
+    exit 3, no traceback on stderr."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in judges.CREDENTIAL_ENVS and k not in (judges.MODEL_ENV, AUTHORIZE_ENV)}
+    env["PYTHONPATH"] = str(REPO)
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "scoring.cli", "visual", "--case", str(CASE), "--submission",
+                           str(CASE / "reference"), "--grade", str(graded), "--out", str(out), "--authorize"],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 3, (proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout
+    assert "visual error" in proc.stdout and "no_credentials" in proc.stdout
+    record = _read(out)
+    assert record["status"] == "error" and "no_credentials" in record["reason"] and record["score"] is None
+
+
 @pytest.mark.parametrize("verdict,mapping,status,score", [
+    ("pass", None, "graded", 1.0),
     ("fail", None, "graded", 0.0),
     ("unclear", None, "graded", 0.0),
     ("error", None, "error", None),

@@ -94,7 +94,10 @@ def test_success_sends_images_schema_and_records_ids():
     assert "temperature" not in body
     # the judge is told what the renders are and are not, and what a difference image is
     text = " ".join(b["text"] for b in blocks if b["type"] == "text") + body["system"]
-    assert "average colour" in text and "NOT" in text and "DIFFERENCE" in text
+    assert "DIFFERENCE" in text
+    # textures are sampled, and what is still not shown is said
+    assert "textures ARE sampled" in text and "average colour" not in text
+    assert "no normal, bump, roughness" in text and "no lighting beyond" in text and "fallback" in text
 
 
 def test_rate_limit_then_success_is_retried():
@@ -236,6 +239,8 @@ def test_score_weights_and_unclear_counts_zero():
     assert score(RUBRIC, {"shape": "pass", "parts": "pass", "colour": "pass"}) == 1.0
     assert score(RUBRIC, {"shape": "pass", "parts": "unclear", "colour": "fail"}) == pytest.approx(3 / 6)
     assert score(RUBRIC, {"shape": "unclear", "parts": "pass"}) == pytest.approx(2 / 6)
+    # a criterion in error earns nothing and still counts in the total
+    assert score(RUBRIC, {"shape": "error", "parts": "pass", "colour": "pass"}) == pytest.approx(3 / 6)
 
 
 def test_fake_judge_is_deterministic():

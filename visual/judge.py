@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from .rubric import VERDICTS
 
-PROMPT_VERSION = "visual-judge-2"
+PROMPT_VERSION = "visual-judge-3"
 MODEL_ENV = "USDGRADE_JUDGE_MODEL"
 DEFAULT_MODEL = "claude-opus-5-5"
 DEFAULT_MAX_RETRIES = 3          # the SDK's own retries of 408/409/429/5xx/529 and connection errors
@@ -113,12 +113,16 @@ SYSTEM = (
 
 RENDER_NOTE = (
     "What the renders are: a small software rasterizer (no GPU), flat two-sided Lambert shading from one "
-    "fixed light, dark outlines where parts meet, anti-aliased (3 x 3 samples a pixel), orthographic, "
-    "Z up. 'front' looks at the side of the reference that shows the most parts. Each part has one colour: "
-    "its material's diffuse colour; a textured part shows its texture's average colour (the texture's "
-    "fallback colour when the file does not load), so texture patterns, wood grain and decals are NOT "
-    "visible. What they are not: no reflections, transparency, shadows, normal or roughness maps, and no "
-    "physics: joints, masses and colliders are invisible here. The background is neutral grey."
+    "fixed light (one brightness per triangle), dark outlines where parts meet, anti-aliased (3 x 3 samples "
+    "a pixel), orthographic, Z up. 'front' looks at the side of the reference that shows the most parts. "
+    "Colour is the material's diffuse colour (else the display colour). Diffuse textures ARE sampled: a "
+    "part whose diffuse colour comes from an image texture shows that image's pattern (wood grain, decals, "
+    "labels) where its texture coordinates put it, bilinearly filtered, with its wrap mode, colour space, "
+    "scale and bias; when the texture file does not load, the part shows the texture's flat fallback colour. "
+    "What they are not: only the diffuse colour is textured (no normal, bump, roughness, metallic, opacity "
+    "or emissive maps), no specular highlights, reflections, transparency or shadows, no lighting beyond "
+    "that one light and a constant ambient, and no physics: joints, masses and colliders are invisible "
+    "here. The background is neutral grey."
 )
 
 

@@ -2,7 +2,8 @@
 
 The verifier renders the verified bytes itself: every visible gprim of the composed stage
 (meshes and implicit prims, through ``stage_snapshot.geometry.prim_triangles``) is drawn
-with its diffuse colour (bound visual material, else display colour) under a fixed light,
+with its diffuse colour (bound visual material, else display colour) under a fixed light (a
+diffuse colour that comes from a UsdUVTexture is sampled per pixel: ``visual/textures.py``),
 with orthographic cameras framed on the union bounds of both stages, so the reference and
 candidate views are directly comparable. Output is an 8-bit RGB PNG written with zlib at a
 fixed level. Same bytes in, same pixels and same PNG bytes out.
@@ -23,7 +24,7 @@ from stage_snapshot import geometry, materials, parts
 
 from . import textures
 
-RENDERER_VERSION = "visual-raster-2"
+RENDERER_VERSION = "visual-raster-3"
 SIZE = 512
 MARGIN = 1.12                       # framing: the union bounds fill 1/MARGIN of the image
 BACKGROUND = (0.86, 0.87, 0.89)     # neutral light grey (display values, already gamma-encoded)
@@ -61,6 +62,11 @@ class Scene:
     gprims: int
     skipped_planes: int = 0
     colour_sources: dict | None = None   # how many parts got their colour from where (see _color)
+    # textured triangles: texture_ids[i] indexes textures (-1: flat colour), st[i] its corners' coordinates
+    texture_ids: np.ndarray | None = None   # (n,)
+    st: np.ndarray | None = None            # (n, 3, 2)
+    textures: tuple = ()                    # textures.Texture, sampled where a triangle refers to one
+    textured_parts: dict | None = None      # prim path -> "texture" (sampled) or "texture_fallback"
 
     def bounds(self) -> np.ndarray | None:
         if len(self.triangles) == 0:
@@ -77,15 +83,25 @@ def root_layer(package: Path) -> Path:
     return roots[0]
 
 
-def _color(prim: Usd.Prim, package: Path) -> tuple[tuple[float, float, float], str]:
-    """The part's diffuse colour and where it came from: "texture" (the texture's average colour),
-    "texture_fallback" (the texture did not load), "material", "display_color" or "default"."""
+def _texture(prim: Usd.Prim, package: Path, cache: dict) -> textures.Texture | None:
+    """The texture feeding the part's bound diffuseColor (decoded once per material), or None."""
     try:
-        textured = textures.textured_diffuse(UsdShade.MaterialBindingAPI(prim).ComputeBoundMaterial()[0], package)
-    except Exception:  # a strange network must not stop the render: the plain colours below
-        textured = None
-    if textured is not None:
-        return textured
+        material = UsdShade.MaterialBindingAPI(prim).ComputeBoundMaterial()[0]
+        key = str(material.GetPath()) if material else None
+        if key not in cache:
+            cache[key] = textures.diffuse_texture(material, package)
+        return cache[key]
+    except Exception:  # a strange network must not stop the render: the plain colours of _color
+        return None
+
+
+def _color(prim: Usd.Prim, package: Path, texture: textures.Texture | None = None
+           ) -> tuple[tuple[float, float, float], str]:
+    """The part's diffuse colour and where it came from: "texture" (sampled per pixel; the colour
+    here is the texture's mean), "texture_fallback" (the texture did not load: its fallback colour),
+    "material", "display_color" or "default"."""
+    if texture is not None:
+        return texture.flat_colour(), "texture" if texture.loaded else "texture_fallback"
     candidates = []
     try:
         bound = materials.visual_material(prim)
@@ -117,6 +133,7 @@ def load_scene(package: Path) -> Scene:
     y_up = UsdGeom.GetStageUpAxis(stage) == UsdGeom.Tokens.y
     cache = UsdGeom.XformCache()
     tris, cols, ids, count, planes, sources = [], [], [], 0, 0, {}
+    tex_ids, corner_st, used_textures, texture_cache, textured = [], [], [], {}, {}
     for prim in stage.Traverse(Usd.TraverseInstanceProxies(Usd.PrimDefaultPredicate)):
         if not prim.IsA(UsdGeom.Gprim) or not parts.is_visible(prim):
             continue
@@ -126,12 +143,34 @@ def load_scene(package: Path) -> Scene:
         soup = geometry.prim_triangles(prim, cache.GetLocalToWorldTransform(prim), mpu)
         if soup is None or len(soup.faces) == 0:
             continue
-        t = soup.vertices[soup.faces]
-        t = t[np.isfinite(t).all(axis=(1, 2))]
+        texture = _texture(prim, Path(package), texture_cache)
+        sampled = texture is not None and texture.loaded
+        t, st = soup.vertices[soup.faces], None
+        if sampled:
+            try:
+                t, st = textures.corner_st(prim, soup, texture)
+            except Exception:  # malformed coordinates: the reader's fallback everywhere
+                st = None
+            if st is None:
+                st = np.broadcast_to(np.array(texture.st_fallback, dtype=np.float64), (len(t), 3, 2))
+        else:
+            st = np.zeros((len(t), 3, 2))
+        finite = np.isfinite(t).all(axis=(1, 2)) & np.isfinite(st).all(axis=(1, 2))
+        t, st = t[finite], st[finite]
         if len(t) == 0:
             continue
         tris.append(t)
-        rgb, how = _color(prim, Path(package))
+        corner_st.append(st)
+        if sampled:
+            slot = next((i for i, u in enumerate(used_textures) if u is texture), len(used_textures))
+            if slot == len(used_textures):
+                used_textures.append(texture)
+            tex_ids.append(np.full(len(t), slot, dtype=np.int64))
+        else:
+            tex_ids.append(np.full(len(t), -1, dtype=np.int64))
+        rgb, how = _color(prim, Path(package), texture)
+        if texture is not None:
+            textured[str(prim.GetPath())] = how
         sources[how] = sources.get(how, 0) + 1
         cols.append(np.broadcast_to(np.array(rgb, dtype=np.float64), (len(t), 3)))
         ids.append(np.full(len(t), count, dtype=np.int64))
@@ -142,7 +181,9 @@ def load_scene(package: Path) -> Scene:
     if y_up:  # rotate +90 degrees about X: (x, y, z) -> (x, -z, y)
         triangles = np.stack([triangles[..., 0], -triangles[..., 2], triangles[..., 1]], axis=-1)
     return Scene(triangles, np.ascontiguousarray(np.concatenate(cols)), np.concatenate(ids), count, planes,
-                 dict(sorted(sources.items())))
+                 dict(sorted(sources.items())), np.concatenate(tex_ids),
+                 np.ascontiguousarray(np.concatenate(corner_st), dtype=np.float64), tuple(used_textures),
+                 dict(sorted(textured.items())))
 
 
 def union_bounds(*scenes: Scene) -> np.ndarray:
@@ -213,11 +254,12 @@ def rasterize(scene: Scene, cam: dict, supersample: int = 1) -> np.ndarray:
 
 def visible_parts(scene: Scene, cam: dict) -> int:
     """How many distinct parts a camera sees (at the camera's size, no anti-aliasing)."""
-    return len(_rasterize(scene, cam, outline_px=1)[1])
+    return len(_rasterize(scene, cam, outline_px=1, sample_textures=False)[1])
 
 
-def _rasterize(scene: Scene, cam: dict, outline_px: int) -> tuple[np.ndarray, set]:
-    """(size, size, 3) float display values and the set of part ids seen."""
+def _rasterize(scene: Scene, cam: dict, outline_px: int, sample_textures: bool = True) -> tuple[np.ndarray, set]:
+    """(size, size, 3) float display values and the set of part ids seen (``sample_textures`` False:
+    textured parts flat in their mean colour, for callers that only count parts)."""
     size = cam["size"]
     background = np.array(BACKGROUND, dtype=np.float64)
     image = np.empty((size * size, 3), dtype=np.float64)
@@ -297,6 +339,23 @@ def _rasterize(scene: Scene, cam: dict, outline_px: int) -> tuple[np.ndarray, se
         start = stop
     hit = owner >= 0
     image[hit] = colors[owner[hit]]
+    if sample_textures and scene.textures and scene.texture_ids is not None and scene.st is not None:
+        # Texture coordinates per pixel centre. The cameras are orthographic, so the barycentrics in
+        # screen space are the perspective-correct ones (w = 1 at every vertex) and interpolate st exactly.
+        pixels = np.nonzero(hit)[0]
+        tri = owner[pixels]
+        texture_of = scene.texture_ids[tri]
+        for k, texture in enumerate(scene.textures):
+            mine = texture_of == k
+            if not mine.any():
+                continue
+            p, t = pixels[mine], tri[mine]
+            qx, qy = (p % size) + 0.5, (p // size) + 0.5
+            b0 = a0[t] * qx + c0[t] * qy + k0[t]
+            b1 = a1[t] * qx + c1[t] * qy + k1[t]
+            b2 = 1.0 - b0 - b1
+            st = scene.st[t, 0] * b0[:, None] + scene.st[t, 1] * b1[:, None] + scene.st[t, 2] * b2[:, None]
+            image[p] = _encode_srgb(textures.sample(texture, st) * shade[t][:, None])
     # outlines where the visible part changes (part against part, or against background)
     part = np.where(hit, scene.part_ids[np.maximum(owner, 0)], -1).reshape(size, size)
     edge = np.zeros((size, size), dtype=bool)
@@ -398,7 +457,8 @@ def render_pair(reference: Path, candidate: Path, out_dir: Path | None = None,
                     "triangles": {k: int(len(s.triangles)) for k, s in scenes.items()},
                     "gprims": {k: s.gprims for k, s in scenes.items()},
                     "skipped_ground_planes": {k: s.skipped_planes for k, s in scenes.items()},
-                    "colour_sources": {k: s.colour_sources for k, s in scenes.items()}}
+                    "colour_sources": {k: s.colour_sources for k, s in scenes.items()},
+                    "textured_parts": {k: s.textured_parts or {} for k, s in scenes.items()}}
     if out_dir is not None:
         Path(out_dir).mkdir(parents=True, exist_ok=True)
     result.update({role: {} for role in ROLES})
