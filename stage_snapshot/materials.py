@@ -342,7 +342,10 @@ def _primvar_value(gprim: Usd.Prim, varname: str):
         return None
     if not pv or not pv.HasValue():
         return None
-    value = pv.ComputeFlattened()
+    try:
+        value = pv.ComputeFlattened()
+    except Exception:  # indices USD cannot apply: not drawn; the authoring audit names the attribute
+        return None
     if value is None:
         return None
     try:
