@@ -127,3 +127,32 @@ def test_reading_a_case_imports_no_measuring_code():
                           cwd=Path(__file__).resolve().parent.parent)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]", proc.stdout
+
+
+def test_freeze_writes_the_namespaces_it_is_given_and_refuses_a_bad_one():
+    from profiles.freeze import FreezeRefused, build_profile
+    from profiles.schema import Fault
+
+    case = CASES / "hopper_body_and_com"
+    faults = list(load_profile(case / "profile.json").faults)
+    profile = build_profile("ns", case / "reference", case / "input", faults,
+                            preserved_namespaces=("myengine", "other:solver"))
+    assert profile.preserved_namespaces == ("myengine", "other:solver")
+    assert json.loads(profile.dumps())["preserved_namespaces"] == ["myengine", "other:solver"]
+    with pytest.raises(FreezeRefused, match="preserved namespaces"):
+        build_profile("ns", case / "reference", case / "input", faults, preserved_namespaces=("my engine",))
+    assert isinstance(faults[0], Fault)
+
+
+def test_the_freeze_command_refuses_a_bad_namespace_and_writes_nothing(tmp_path, capsys):
+    from scoring.cli import main
+
+    case = CASES / "hopper_body_and_com"
+    faults = tmp_path / "faults.json"
+    faults.write_text(json.dumps([{"id": f.id, "kind": f.kind, "target": f.target}
+                                  for f in load_profile(case / "profile.json").faults]))
+    out = tmp_path / "case"
+    code = main(["freeze", "--reference", str(case / "reference"), "--input", str(case / "input"),
+                 "--out", str(out), "--faults", str(faults), "--preserve-namespace", "my engine"])
+    assert code == 1 and not out.exists()
+    assert "my engine" in capsys.readouterr().err
