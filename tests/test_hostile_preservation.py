@@ -291,10 +291,11 @@ def _binary(src: Path, dst: Path) -> Path:
     return dst
 
 
-@pytest.mark.parametrize("layout", ["flattened", "binary"])
+@pytest.mark.parametrize("layout", ["flattened", "binary", "regrouped", "physics_in_a_sublayer"])
 @pytest.mark.parametrize("case_id", HAND_AUTHORED)
 def test_equivalent_layouts_keep_the_reference_grade(case_id, layout, tmp_path):
-    build = {"flattened": variants.flatten, "binary": _binary}[layout]
+    build = {"flattened": variants.flatten, "binary": _binary, "regrouped": variants.regroup,
+             "physics_in_a_sublayer": variants.split_physics_layer}[layout]
     submission = build(CASES / case_id / "reference", tmp_path / layout)
     d = grade(CASES / case_id, submission)
     assert d.status is Status.GRADED and d.authored_usd == 1.0, d.reasons
