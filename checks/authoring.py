@@ -10,9 +10,12 @@ a targeted check fails, a healthy property fails preservation.
 Which checks read which property:
 - by attribute: mass attributes feed the `mass` family, joint attributes the `joint`
   family, body attributes the `body` family, collider attributes `collision` and
-  `mass`, geometry and transforms every family that reads shape or placement;
+  `mass`, friction and restitution and the display primvars the `material` family,
+  geometry and transforms every family that reads shape or placement; a scene's gravity
+  feeds no check (the `physics_scene` preservation gate reads it, gates/scene_preservation.py);
 - by prim: the element's own prim, any prim above it (a transform moves everything
-  below), and for the body families (mass, collision, body) the prims the body owns.
+  below), for the body families (mass, collision, body) the prims the body owns, and for
+  `material` the material bound to the part (visual) or to the body's colliders (physics).
 
 A problem the reference itself has at the same prim path is not the candidate's.
 """
@@ -31,6 +34,8 @@ COLLIDER = {"physics:collisionEnabled", "physics:approximation"}
 JOINT_PREFIXES = ("physics:localPos", "physics:localRot", "physics:lowerLimit", "physics:upperLimit", "physics:axis",
                   "physics:jointEnabled", "physics:excludeFromArticulation", "physics:break", "physics:minDistance",
                   "physics:maxDistance", "drive:", "limit:")
+SCENE = {"physics:gravityDirection", "physics:gravityMagnitude"}
+DISPLAY_PREFIX = "primvars:display"
 SHAPE_FAMILIES = frozenset({"geometry", "collision", "mass", "joint"})
 BODY_FAMILIES = ("mass", "collision", "body")
 MAX_SHOWN = 4
@@ -44,6 +49,10 @@ def families_of(attribute: str) -> frozenset[str]:
         return frozenset({"body"})
     if attribute in COLLIDER:
         return frozenset({"collision", "mass"})
+    if attribute in SCENE:
+        return frozenset()
+    if attribute.startswith(DISPLAY_PREFIX):
+        return frozenset({"material"})
     if attribute.startswith(JOINT_PREFIXES):
         return frozenset({"joint"})
     if attribute.startswith("physics:"):  # friction, restitution: the material family's
@@ -58,6 +67,9 @@ def candidate_element(cmp: Comparison, family: str, target: str) -> str | None:
         return cmp.match.bodies.get(target)
     if family == "geometry":
         return cmp.match.components.get(target)
+    if family == "material":  # visual: a part; physics: a body
+        table = cmp.match.components if target in cmp.reference.components else cmp.match.bodies
+        return table.get(target)
     return None
 
 
@@ -66,6 +78,8 @@ def _ancestor_or_self(prim: str, element: str) -> bool:
 
 
 def _relevant_prim(cmp: Comparison, family: str, element: str, prim: str, attribute: str) -> bool:
+    if family == "material":
+        return _material_prim(cmp, element, prim)
     if _ancestor_or_self(prim, element):
         return True
     if family in BODY_FAMILIES:
@@ -73,6 +87,21 @@ def _relevant_prim(cmp: Comparison, family: str, element: str, prim: str, attrib
     if family == "joint" and attribute == TRANSFORM:  # a joint's frames follow its bodies
         joint = cmp.candidate.joints.get(element)
         return joint is not None and any(b is not None and _ancestor_or_self(prim, b) for b in (joint.body0, joint.body1))
+    return False
+
+
+def _material_prim(cmp: Comparison, element: str, prim: str) -> bool:
+    """A part (or a prim above it: inherited primvars) and its bound material; a body's
+    colliders and their physics materials."""
+    candidate = cmp.candidate
+    part = candidate.components.get(element)
+    if part is not None:
+        material = getattr(part.material, "path", None)
+        return _ancestor_or_self(prim, element) or (material is not None and _ancestor_or_self(material, prim))
+    for collider in candidate.body_colliders(element):
+        material = getattr(collider.material, "path", None)
+        if _ancestor_or_self(prim, collider.path) or (material is not None and _ancestor_or_self(material, prim)):
+            return True
     return False
 
 

@@ -66,10 +66,28 @@ def healthy_body_properties(cmp: Comparison, profile: Profile) -> GateResult:
 
 
 def retained_visible_components(cmp: Comparison, profile: Profile) -> GateResult:
-    """No healthy visible part deleted, hidden (unmatched) or reshaped."""
+    """No healthy visible part deleted, hidden (unmatched) or reshaped; none added to a body."""
     failures = failed(_measure_preserved(cmp, profile, "geometry", ("shape",)))
+    failures += added_body_parts(cmp, profile)
     return from_failures("retained_visible_components", failures,
-                         f"all {len(cmp.reference.components)} healthy visible components retained", "component losses")
+                         f"all {len(cmp.reference.components)} healthy visible components retained",
+                         "component changes")
+
+
+def added_body_parts(cmp: Comparison, profile: Profile) -> list[str]:
+    """Visible parts the candidate adds to its bodies (static ones are static_scenery's).
+
+    A targeted part moved or reshaped beyond matching leaves its candidate unmatched: that
+    one extra per such part is its fault's (graded by its checks), not an addition.
+    """
+    ref, cand, match = cmp.reference, cmp.candidate, cmp.match
+    lost_to_faults = sum(1 for p, c in ref.components.items()
+                         if c.body is not None and p in profile.targeted and not match.components.get(p))
+    added = [p for p in match.extra_components if cand.components[p].body is not None]
+    if len(added) <= lost_to_faults:
+        return []
+    return [f"added visible part {p} on body {cand.components[p].body} (nothing in the reference matches it)"
+            for p in added]
 
 
 def collision_support(cmp: Comparison, profile: Profile) -> GateResult:

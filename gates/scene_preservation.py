@@ -32,6 +32,7 @@ from .objective import failed, measure_all
 from .results import GateResult, from_failures
 
 GRAVITY_TOLERANCE = 1e-3        # m/s^2 on each component of the gravity vector
+SCENE_ATTRIBUTES = ("physics:gravityDirection", "physics:gravityMagnitude")
 
 
 def physics_scene(cmp: Comparison, profile: Profile) -> GateResult:
@@ -49,6 +50,13 @@ def physics_scene(cmp: Comparison, profile: Profile) -> GateResult:
             if not (cost[i, j] <= GRAVITY_TOLERANCE):
                 failures.append(f"scene {r.path}: gravity {_vec(c.gravity)} m/s^2 ({c.path}), "
                                 f"the reference's is {_vec(r.gravity)} m/s^2")
+    # A gravity the parser could not use (a string, NaN, a time sample disagreeing with the
+    # default) is the parser's fallback above: name the authoring error whatever it resolved to.
+    scene_paths = {s.path for s in cand.scenes}
+    for path, items in cand.authoring_problems.items():
+        if path in scene_paths:
+            failures += [f"scene {path}: {name}: {why}" for name, why in items
+                         if name in SCENE_ATTRIBUTES and (name, why) not in ref.authoring_problems.get(path, ())]
     return from_failures("physics_scene", failures,
                          f"up axis {ref.up_axis} and {len(ref.scenes)} physics scene(s) with their gravity kept",
                          "scene changes")

@@ -22,7 +22,8 @@ from stage_snapshot.read import read_snapshot
 
 from .digest import tree_digest
 from .inject import root_layer_of
-from .schema import SCORING_VERSION, CheckSpec, Fault, PackageRecord, Profile
+from .schema import (SCORING_VERSION, CheckSpec, Fault, PackageRecord, Profile, ProfileError,
+                     preserved_namespaces_from_json)
 from .vocabulary import DEFAULT_CORRESPONDENCE, DEFAULT_SAMPLING, DEFAULT_TOLERANCES, FAULT_KINDS
 
 
@@ -36,7 +37,8 @@ def checks_for(faults: list[Fault]) -> list[tuple[Fault, str, str]]:
 
 def build_profile(case_id: str, reference: Path, input_: Path, faults: list[Fault], tolerances: dict | None = None,
                   sampling: dict | None = None, limits: dict | None = None, version: str = "1",
-                  closed_book: bool = False, allowed_urls: tuple[str, ...] = ()) -> Profile:
+                  closed_book: bool = False, allowed_urls: tuple[str, ...] = (),
+                  preserved_namespaces: tuple[str, ...] = ()) -> Profile:
     tolerances = {**DEFAULT_TOLERANCES, **(tolerances or {})}
     sampling = {**DEFAULT_SAMPLING, **(sampling or {})}
     ref_root, in_root = root_layer_of(reference), root_layer_of(input_)
@@ -60,7 +62,15 @@ def build_profile(case_id: str, reference: Path, input_: Path, faults: list[Faul
         correspondence=dict(DEFAULT_CORRESPONDENCE),
         input_state={"joint_count": len(in_snap.joints), "composition_errors": len(in_snap.composition_errors)},
         closed_book=closed_book, allowed_urls=tuple(allowed_urls),
+        preserved_namespaces=_namespaces(preserved_namespaces),
     )
+
+
+def _namespaces(tokens) -> tuple[str, ...]:
+    try:
+        return preserved_namespaces_from_json(list(tokens), "preserved namespaces")
+    except ProfileError as error:
+        raise FreezeRefused(str(error)) from None
 
 
 def _record(package: Path, root: Path):

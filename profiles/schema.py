@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -65,6 +66,9 @@ class Profile:
     # the instruction's URLs, which the agent was given and may write back.
     closed_book: bool = False
     allowed_urls: tuple[str, ...] = ()
+    # Attribute namespaces preserved like the built-in simulator ones (physics:, physx*, mjc:,
+    # newton:): an engine's own attributes, e.g. "myengine" for every "myengine:..." attribute.
+    preserved_namespaces: tuple[str, ...] = ()
 
     def to_json(self) -> dict:
         d = asdict(self)
@@ -72,6 +76,12 @@ class Profile:
         d["faults"] = [asdict(f) for f in self.faults]
         d["checks"] = [asdict(c) for c in self.checks]
         d["allowed_urls"] = list(self.allowed_urls)
+        # Written only when set: a profile without extra namespaces keeps the bytes (and so the
+        # digest) it had before the field existed.
+        if self.preserved_namespaces:
+            d["preserved_namespaces"] = list(self.preserved_namespaces)
+        else:
+            del d["preserved_namespaces"]
         return d
 
     def dumps(self) -> str:
@@ -81,6 +91,21 @@ class Profile:
     def targeted(self) -> set[str]:
         """Reference paths (and "*") that some fault targets: not healthy."""
         return {f.target for f in self.faults}
+
+
+# A namespace is one or more USD identifiers joined by ':' ("myengine", "myengine:solver").
+NAMESPACE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(:[A-Za-z_][A-Za-z0-9_]*)*")
+
+
+def preserved_namespaces_from_json(value, where: str = "profile.preserved_namespaces") -> tuple[str, ...]:
+    """Namespace tokens, sorted and without duplicates; anything else is a ProfileError."""
+    if not isinstance(value, list):
+        raise ProfileError(f"{where}: expected a list of attribute namespaces, got {type(value).__name__}")
+    for i, token in enumerate(value):
+        if not isinstance(token, str) or not NAMESPACE.fullmatch(token):
+            raise ProfileError(f"{where}[{i}]: expected a namespace such as 'myengine' or 'myengine:solver' "
+                               f"(identifiers joined by ':', no trailing ':'), got {token!r}")
+    return tuple(sorted(set(value)))
 
 
 def _require(d: dict, key: str, kind, where: str):
@@ -173,6 +198,7 @@ def profile_from_json(d: dict) -> Profile:
         input_state=_number_map(d.get("input_state", {}), "profile.input_state"),
         closed_book=closed_book,
         allowed_urls=tuple(allowed),
+        preserved_namespaces=preserved_namespaces_from_json(d.get("preserved_namespaces", [])),
     )
 
 

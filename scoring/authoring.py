@@ -140,7 +140,8 @@ def freeze_command(args: argparse.Namespace) -> int:
     try:
         profile = freeze(args.id or Path(args.out).name, reference, input_, Path(args.out), faults,
                          progress=labelled("grading reference and input", "grade"),
-                         closed_book=getattr(args, "closed_book", False))
+                         closed_book=getattr(args, "closed_book", False),
+                         preserved_namespaces=tuple(getattr(args, "preserve_namespace", None) or ()))
     except FreezeRefused as error:
         print(str(error), file=sys.stderr)
         return 1

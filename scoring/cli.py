@@ -5,6 +5,7 @@
     usdgrade inject --list
     usdgrade inject --targets REF [--fault KIND ...]
     usdgrade freeze --reference REF --input IN --out CASE [--faults F.json] [--id ID] [--closed-book]
+                    [--preserve-namespace NS ...]
     usdgrade explain OUT/grade.json [--html [--out PAGE_DIR] --case CASE --submission DIR]
     usdgrade visual --case CASE --submission DIR --grade OUT/grade.json --out OUT [--authorize] ...
     usdgrade physical --case CASE --submission DIR --out OUT [--python PY]
@@ -99,6 +100,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--id", help="case id (default: the out folder's name)")
     p.add_argument("--closed-book", action="store_true",
                    help="grade against the agent's trajectory too: web access zeroes the reward")
+    p.add_argument("--preserve-namespace", action="append", metavar="NS",
+                   help="an attribute namespace (e.g. myengine) preserved like physics:, physx*, mjc:, newton: "
+                        "on matched elements (repeatable; profile field preserved_namespaces)")
     p.set_defaults(run=freeze_command)
 
     p = sub.add_parser("explain", help="a readable summary of a grade.json")

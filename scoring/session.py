@@ -134,7 +134,8 @@ class GradingSession:
         snapshot = self.references.get(key) if key is not None else None
         if snapshot is None:
             try:
-                snapshot = read_snapshot(self.case.reference_root_layer, self.case.profile.sampling)
+                snapshot = read_snapshot(self.case.reference_root_layer, self.case.profile.sampling,
+                                         self.case.profile.preserved_namespaces)
             except StageOpenError as error:
                 raise CaseError(f"the reference does not open: {error}") from error
             if key is not None:
@@ -154,7 +155,8 @@ class GradingSession:
         if validity.valid:
             start = time.perf_counter()
             try:
-                read.candidate = read_snapshot(validity.root_layer, self.case.profile.sampling)
+                read.candidate = read_snapshot(validity.root_layer, self.case.profile.sampling,
+                                               self.case.profile.preserved_namespaces)
             except StageOpenError as error:
                 read.stage_error = str(error)
             read.timings["candidate_snapshot"] = round(time.perf_counter() - start, 6)

@@ -44,7 +44,14 @@ KINDS_BY_NAME = {
     "points": "points", "faceVertexCounts": "ints", "faceVertexIndices": "ints", "radius": "real",
     "radiusTop": "real", "radiusBottom": "real", "height": "real", "size": "real", "width": "real",
     "length": "real", "axis": "token", "visibility": "token", "purpose": "token",
+    # physics scenes: an unauthored magnitude is -inf (the schema's "Earth's gravity")
+    "physics:gravityDirection": "vec3", "physics:gravityMagnitude": "bound",
+    # appearance of a part no material is bound to
+    "primvars:displayColor": "colors", "primvars:displayOpacity": "reals",
+    "primvars:displayColor:indices": "ints", "primvars:displayOpacity:indices": "ints",
 }
+# Indexed primvars whose indices must point into their values.
+INDEXED = ("primvars:displayColor", "primvars:displayOpacity")
 # Multiple-apply drive and limit APIs: drive:<dof>:physics:<name>, limit:<dof>:physics:<name>.
 KINDS_BY_SUFFIX = {
     ":physics:targetPosition": "real", ":physics:targetVelocity": "real", ":physics:stiffness": "real",
@@ -73,11 +80,12 @@ def problems(stage: Usd.Stage) -> dict[str, tuple[tuple[str, str], ...]]:
 
 
 def _attribute_problems(prim: Usd.Prim, start: Usd.TimeCode) -> list[tuple[str, str]]:
-    found = []
+    found = _index_problems(prim)
+    flagged = {name for name, _ in found}
     for attr in prim.GetAuthoredAttributes():
         name = attr.GetName()
         kind = kind_of(name)
-        if kind is None:
+        if kind is None or name in flagged:
             continue
         default, why = read(attr, kind)
         if why:
@@ -90,6 +98,23 @@ def _attribute_problems(prim: Usd.Prim, start: Usd.TimeCode) -> list[tuple[str, 
             found.append((name, f"at the start time {start.GetValue():g}: {why}"))
         elif not _same(default, timed):
             found.append((name, _disagree(default, timed, start)))
+    return found
+
+
+def _index_problems(prim: Usd.Prim) -> list[tuple[str, str]]:
+    """An indexed display primvar whose indices fall outside its values (USD drops the value)."""
+    found = []
+    for name in INDEXED:
+        values_attr, indices_attr = prim.GetAttribute(name), prim.GetAttribute(name + ":indices")
+        if not (values_attr and indices_attr and indices_attr.HasAuthoredValue()):
+            continue
+        values, _ = read(values_attr, kind_of(name))
+        indices, _ = read(indices_attr, "ints")
+        if values is None or indices is None or not len(indices):
+            continue              # a wrong type is the reader's problem, reported on its own
+        if int(indices.min()) < 0 or int(indices.max()) >= len(values):
+            found.append((name + ":indices", f"indices {int(indices.min())} to {int(indices.max())} do not all point "
+                                             f"into the {len(values)} authored values"))
     return found
 
 

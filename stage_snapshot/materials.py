@@ -342,7 +342,10 @@ def _primvar_value(gprim: Usd.Prim, varname: str):
         return None
     if not pv or not pv.HasValue():
         return None
-    value = pv.ComputeFlattened()
+    try:
+        value = pv.ComputeFlattened()
+    except Exception:  # indices USD cannot apply: not drawn; the authoring audit names the attribute
+        return None
     if value is None:
         return None
     try:
@@ -353,6 +356,8 @@ def _primvar_value(gprim: Usd.Prim, varname: str):
         return ("value", _plain(value[0] if n else value))
     flat = _plain(value)
     text = repr(tuple(round(x, 5) for x in flat)) if isinstance(flat, tuple) else repr(flat)
+    # The same values spread per vertex or per face draw differently: the interpolation is content.
+    text = f"{pv.GetInterpolation()}:{text}"
     return ("digest", "primvar:sha256:" + hashlib.sha256(text.encode()).hexdigest())
 
 

@@ -50,21 +50,23 @@ def open_stage(root_layer: str | Path) -> Usd.Stage:
     return stage
 
 
-def read_snapshot(root_layer: str | Path, sampling: dict | None = None) -> StageSnapshot:
+def read_snapshot(root_layer: str | Path, sampling: dict | None = None, namespaces: tuple[str, ...] = ()) -> StageSnapshot:
     start = time.perf_counter()
     stage = open_stage(root_layer)
     opened = round(time.perf_counter() - start, 6)
     try:
         with texture_digest_scope():
-            result = snapshot(stage, str(root_layer), sampling)
+            result = snapshot(stage, str(root_layer), sampling, namespaces)
     except Tf.ErrorException as error:  # USD itself refused a value of this stage
         raise StageOpenError(f"cannot read {root_layer}: {str(error).strip()}") from error
     result.timings["open"] = opened
     return result
 
 
-def snapshot(stage: Usd.Stage, root_layer: str = "", sampling: dict | None = None) -> StageSnapshot:
-    """Read everything the checks measure. `sampling` (profile: seed, sample counts) seeds surface samples."""
+def snapshot(stage: Usd.Stage, root_layer: str = "", sampling: dict | None = None,
+             namespaces: tuple[str, ...] = ()) -> StageSnapshot:
+    """Read everything the checks measure. `sampling` (profile: seed, sample counts) seeds surface samples;
+    `namespaces` (profile: preserved_namespaces) are read as simulator attributes besides the built-in ones."""
     mpu = UsdGeom.GetStageMetersPerUnit(stage)
     kgpu = UsdPhysics.GetStageKilogramsPerUnit(stage)
     for name, value in (("metersPerUnit", mpu), ("kilogramsPerUnit", kgpu)):
@@ -112,7 +114,7 @@ def snapshot(stage: Usd.Stage, root_layer: str = "", sampling: dict | None = Non
     start = time.perf_counter()
     scenes = read_scenes(parsed, mpu)
     simulator = read_simulator_attributes(stage, set(bodies) | set(joints), set(colliders),
-                                          {s.path for s in scenes}, mpu, kgpu)
+                                          {s.path for s in scenes}, mpu, kgpu, tuple(namespaces))
     timings["scene"] = round(time.perf_counter() - start, 6)
 
     return StageSnapshot(

@@ -4,7 +4,8 @@
   (an unauthored direction is minus the stage's up axis, an unauthored magnitude is
   Earth's gravity in stage units), as one world vector in m/s^2.
 - Simulator attributes: every authored attribute in a physics namespace (`physics:`,
-  `physx*`, `mjc:`, `newton:`, `drive:`, `limit:`) on the prims a simulator reads,
+  `physx*`, `mjc:`, `newton:`, `drive:`, `limit:`, and any namespace the case's profile
+  lists in `preserved_namespaces`) on the prims a simulator reads,
   keyed by the element they belong to. Values are plain and, where the UsdPhysics
   schema gives the attribute a unit, converted to SI, so two stages authored in other
   units compare equal. Attributes the check families already measure in their own
@@ -78,12 +79,14 @@ def _finite(x: float) -> float:
     return float(x) if math.isfinite(x) else float("nan")
 
 
-def is_simulator_attribute(name: str) -> bool:
-    return name.startswith(SIMULATOR_PREFIXES)
+def is_simulator_attribute(name: str, namespaces: tuple[str, ...] = ()) -> bool:
+    """In a built-in simulator namespace, or in one of `namespaces` (the profile's extra ones)."""
+    return name.startswith(SIMULATOR_PREFIXES) or any(name.startswith(ns + ":") for ns in namespaces)
 
 
-def compared_here(name: str) -> bool:
-    return is_simulator_attribute(name) and name not in MEASURED_ELSEWHERE and not name.startswith(MEASURED_PREFIXES)
+def compared_here(name: str, namespaces: tuple[str, ...] = ()) -> bool:
+    return is_simulator_attribute(name, namespaces) and name not in MEASURED_ELSEWHERE \
+        and not name.startswith(MEASURED_PREFIXES)
 
 
 def plain_value(value, name: str, mpu: float, kgpu: float):
@@ -110,12 +113,12 @@ def plain_value(value, name: str, mpu: float, kgpu: float):
     return tuple(out)
 
 
-def prim_attributes(prim: Usd.Prim, mpu: float, kgpu: float) -> dict[str, object]:
+def prim_attributes(prim: Usd.Prim, mpu: float, kgpu: float, namespaces: tuple[str, ...] = ()) -> dict[str, object]:
     """The prim's authored simulator attributes not measured elsewhere, as plain values."""
     out = {}
     for attr in prim.GetAuthoredAttributes():
         name = attr.GetName()
-        if not compared_here(name):
+        if not compared_here(name, namespaces):
             continue
         try:
             value = attr.Get()
@@ -133,28 +136,29 @@ def _physics_material_prim(prim: Usd.Prim) -> Usd.Prim | None:
 
 
 def read_simulator_attributes(stage: Usd.Stage, elements: set[str], colliders: set[str], scenes: set[str],
-                              mpu: float, kgpu: float) -> dict[str, dict[str, object]]:
+                              mpu: float, kgpu: float, namespaces: tuple[str, ...] = ()) -> dict[str, dict[str, object]]:
     """Element key -> {attribute: value}; see the module docstring for the keys.
 
-    `elements`: body and joint paths; `colliders`: collider paths; `scenes`: scene paths.
+    `elements`: body and joint paths; `colliders`: collider paths; `scenes`: scene paths;
+    `namespaces`: attribute namespaces read besides the built-in ones (the profile's).
     """
     out: dict[str, dict[str, object]] = {}
     for path in sorted(elements | colliders | scenes):
         prim = stage.GetPrimAtPath(path)
         if prim:
-            out[path] = prim_attributes(prim, mpu, kgpu)
+            out[path] = prim_attributes(prim, mpu, kgpu, namespaces)
     for path in sorted(colliders):
         prim = stage.GetPrimAtPath(path)
         material = _physics_material_prim(prim) if prim else None
         if material is not None:
-            out[f"material of {path}"] = prim_attributes(material, mpu, kgpu)
+            out[f"material of {path}"] = prim_attributes(material, mpu, kgpu, namespaces)
     known = elements | colliders | scenes
     attached: dict[str, list] = {}
     for prim in Usd.PrimRange.Stage(stage, Usd.TraverseInstanceProxies()):
         path = str(prim.GetPath())
         if path in known or prim.HasAPI(UsdPhysics.MaterialAPI):
             continue
-        values = prim_attributes(prim, mpu, kgpu)
+        values = prim_attributes(prim, mpu, kgpu, namespaces)
         if not values:
             continue
         for rel in prim.GetRelationships():

@@ -16,6 +16,8 @@ Kinds:
     quat    a finite, non-zero quaternion             -> (w, x, y, z)
     points  an (n, 3) array of finite numbers         -> float64 ndarray (n, 3)
     ints    a one-dimensional array of integers       -> int64 ndarray (n,)
+    colors  3-vectors of finite numbers, an array or one (display colours) -> float64 ndarray (n, 3)
+    reals   finite numbers, an array or one (display opacities)           -> float64 ndarray (n,)
     token   a token or string                         -> str
     bool    a bool                                    -> bool
 """
@@ -27,7 +29,7 @@ from typing import Any
 import numpy as np
 from pxr import Gf, Usd
 
-KINDS = ("real", "vec3", "quat", "points", "ints", "token", "bool")
+KINDS = ("real", "bound", "vec3", "quat", "points", "ints", "colors", "reals", "token", "bool")
 _QUATS = (Gf.Quatf, Gf.Quatd, Gf.Quath)
 _VEC3S = (Gf.Vec3f, Gf.Vec3d, Gf.Vec3h, Gf.Vec3i)
 
@@ -81,6 +83,10 @@ def convert(raw: Any, kind: str) -> Any:
         return _points(raw)
     if kind == "ints":
         return _ints(raw)
+    if kind == "colors":
+        return _points(raw if not isinstance(raw, _VEC3S) else [raw], what="colours")
+    if kind == "reals":
+        return _reals(raw)
     if kind == "token":
         if isinstance(raw, str):
             return str(raw)
@@ -119,7 +125,7 @@ def _quat(raw: Any) -> tuple[float, float, float, float]:
     return q
 
 
-def _points(raw: Any) -> np.ndarray:
+def _points(raw: Any, what: str = "points") -> np.ndarray:
     if isinstance(raw, (str, bytes)) or not hasattr(raw, "__len__"):
         raise Unusable("expected an array of 3-vectors")
     try:
@@ -129,7 +135,23 @@ def _points(raw: Any) -> np.ndarray:
     if array.ndim != 2 or array.shape[1] != 3:
         raise Unusable(f"expected an array of 3-vectors, got shape {array.shape}")
     if not np.isfinite(array).all():
-        raise Unusable(f"{int((~np.isfinite(array)).any(axis=1).sum())} of {len(array)} points are not finite")
+        raise Unusable(f"{int((~np.isfinite(array)).any(axis=1).sum())} of {len(array)} {what} are not finite")
+    return array
+
+
+def _reals(raw: Any) -> np.ndarray:
+    if isinstance(raw, (bool, np.bool_, str, bytes)):
+        raise Unusable("expected numbers")
+    if isinstance(raw, (int, float, np.integer, np.floating)):
+        raw = [raw]
+    if not hasattr(raw, "__len__") or type(raw).__module__.startswith("pxr.Gf"):  # a vector is not a list
+        raise Unusable("expected numbers")
+    array = np.asarray(raw)
+    if array.ndim != 1 or array.dtype.kind not in "iuf":
+        raise Unusable(f"expected numbers, got {array.dtype} of shape {array.shape}")
+    array = array.astype(np.float64)
+    if not np.isfinite(array).all():
+        raise Unusable(f"{int((~np.isfinite(array)).sum())} of {len(array)} values are not finite")
     return array
 
 

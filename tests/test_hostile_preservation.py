@@ -291,10 +291,242 @@ def _binary(src: Path, dst: Path) -> Path:
     return dst
 
 
-@pytest.mark.parametrize("layout", ["flattened", "binary"])
+@pytest.mark.parametrize("layout", ["flattened", "binary", "regrouped", "physics_in_a_sublayer"])
 @pytest.mark.parametrize("case_id", HAND_AUTHORED)
 def test_equivalent_layouts_keep_the_reference_grade(case_id, layout, tmp_path):
-    build = {"flattened": variants.flatten, "binary": _binary}[layout]
+    build = {"flattened": variants.flatten, "binary": _binary, "regrouped": variants.regroup,
+             "physics_in_a_sublayer": variants.split_physics_layer}[layout]
     submission = build(CASES / case_id / "reference", tmp_path / layout)
     d = grade(CASES / case_id, submission)
     assert d.status is Status.GRADED and d.authored_usd == 1.0, d.reasons
+
+
+# --- visible parts added to a body ------------------------------------------------------
+
+def _clutter(parent: str, count: int = 64, size: float = 0.02):
+    """`count` small visible cubes under `parent`, on a grid, in the root layer."""
+    def edit(stage):
+        for i in range(count):
+            cube = UsdGeom.Cube.Define(stage, f"{parent}/Clutter_{i}")
+            cube.CreateSizeAttr(size)
+            UsdGeom.XformCommonAPI(cube).SetTranslate(Gf.Vec3d(2 * size * (i % 8), 2 * size * (i // 8), 0.0))
+    return edit
+
+
+def test_visible_meshes_added_to_a_healthy_body(tmp_path):
+    d = submit(tmp_path, ANT, _clutter(ANT_TORSO))
+    assert_fails(d, "retained_visible_components", "added visible part", "on body /ant/Geometry/torso")
+
+
+def test_one_visible_part_added_to_a_targeted_body_is_still_an_addition(tmp_path):
+    """A fault on a body grades its state or mass, not an extra part nobody asked for."""
+    d = submit(tmp_path, "hopper_body_and_com", _clutter("/hopper/Geometry/torso/thigh/leg", count=1))
+    assert_fails(d, "retained_visible_components", "added visible part", "Clutter_0")
+
+
+def test_a_moved_targeted_part_left_broken_is_not_an_addition(tmp_path):
+    """The input of a case whose fault moves a part: the moved part matches nothing, and that is
+    its fault's (graded by its checks), so the honest unrepaired input still grades."""
+    for case_id in ("cheetah_visual_and_shape", "cabinet_hierarchy_and_visual"):
+        d = grade(CASES / case_id, CASES / case_id / "input")
+        assert d.status is Status.GRADED, (case_id, d.reasons)
+
+
+# --- the same attacks on other converted assets ------------------------------------------
+
+OTHER_ASSETS = {
+    # case: (a healthy body, a healthy joint and one of its simulator attributes, the floor)
+    "hopper_body_and_com": ("/hopper/Geometry/torso", "/hopper/Geometry/torso/thigh/leg/foot/foot_joint",
+                            "newton:armature", "/hopper/Geometry/floor"),
+    "gen_half_cheetah_1": ("/cheetah/Geometry/torso", "/cheetah/Geometry/torso/bthigh/bthigh_1",
+                           "mjc:stiffness", "/cheetah/Geometry/floor"),
+    "gen_cartpole_1": ("/tn__cartpole_bC/Geometry/cart", "/tn__cartpole_bC/Geometry/cart/slider",
+                       "newton:damping", "/tn__cartpole_bC/Geometry/floor"),
+}
+
+
+def _first_prim(stage, predicate) -> Usd.Prim:
+    prim = next((p for p in stage.Traverse() if predicate(p)), None)
+    assert prim is not None, "the asset has no such prim"
+    return prim
+
+
+def _material_stiffness_zeroed(stage):
+    material = _first_prim(stage, lambda p: p.HasAPI(UsdPhysics.MaterialAPI) and p.HasAttribute("newton:contactStiffness"))
+    material.GetAttribute("newton:contactStiffness").Set(0.0)
+
+
+def _actuator_range_widened(stage):
+    actuator = _first_prim(stage, lambda p: p.HasAttribute("mjc:ctrlRange:max"))
+    actuator.GetAttribute("mjc:ctrlRange:max").Set(100.0)
+
+
+def _recolour_a_visible_part(stage):
+    """Magenta: the bound material's diffuse colour when one is bound, else the display colour."""
+    from pxr import UsdShade
+
+    from stage_snapshot import materials
+    part = _first_prim(stage, lambda p: p.IsA(UsdGeom.Gprim) and not p.IsA(UsdGeom.Plane)
+                       and UsdGeom.Imageable(p).ComputePurpose() == UsdGeom.Tokens.default_
+                       and UsdGeom.Imageable(p).ComputeVisibility() != UsdGeom.Tokens.invisible)
+    if materials.visual_material(part) is None:
+        UsdGeom.Gprim(part).CreateDisplayColorAttr(Vt.Vec3fArray([Gf.Vec3f(1, 0, 1)]))
+        return
+    material, _ = UsdShade.MaterialBindingAPI(part).ComputeBoundMaterial()
+    shader, _, _ = material.ComputeSurfaceSource()
+    # The attribute that gives the colour: the shader's input, or the material interface input
+    # it is connected to (a converted asset's materials use one).
+    source = shader.GetInput("diffuseColor")
+    producers = source.GetValueProducingAttributes() if source else []
+    path = producers[0].GetPath() if producers else shader.GetPath().AppendProperty("inputs:diffuseColor")
+    # Those materials may sit inside an instance: open it up first (the same composed values),
+    # since an instance proxy cannot be edited.
+    ancestor = stage.GetPrimAtPath(path.GetPrimPath())
+    while ancestor and not ancestor.IsInstance():
+        ancestor = ancestor.GetParent()
+    if ancestor:
+        ancestor.SetInstanceable(False)
+    stage.GetPrimAtPath(path.GetPrimPath()).CreateAttribute(path.name, Sdf.ValueTypeNames.Color3f) \
+        .Set(Gf.Vec3f(1, 0, 1))
+
+
+def _cage(stage):
+    cube = UsdGeom.Cube.Define(stage, "/Cage")
+    cube.CreateSizeAttr(4.0)
+    cube.CreatePurposeAttr(UsdGeom.Tokens.guide)
+    UsdPhysics.CollisionAPI.Apply(cube.GetPrim())
+
+
+def _floor_raised(floor):
+    def edit(stage):
+        UsdGeom.Xformable(stage.GetPrimAtPath(floor)).AddTranslateOp(
+            UsdGeom.XformOp.PrecisionDouble, "raise").Set(Gf.Vec3d(0, 0, 0.3))
+    return edit
+
+
+def _joint_value_changed(joint, attribute):
+    def edit(stage):
+        attr = stage.GetPrimAtPath(joint).GetAttribute(attribute)
+        attr.Set(attr.Get() * 3.0 + 1.0)
+    return edit
+
+
+def _physx_added(body):
+    def edit(stage):
+        stage.GetPrimAtPath(body).CreateAttribute("physxRigidBody:linearDamping", Sdf.ValueTypeNames.Float).Set(50.0)
+    return edit
+
+
+def _attacks(case_id):
+    body, joint, attribute, floor = OTHER_ASSETS[case_id]
+    return {
+        "gravity_zeroed": (lambda s: _scene(s).CreateGravityMagnitudeAttr(0.0), "physics_scene", "gravity"),
+        "gravity_reversed": (lambda s: _scene(s).CreateGravityDirectionAttr(Gf.Vec3f(0, 0, 1)), "physics_scene",
+                             "gravity"),
+        "up_axis_changed": (lambda s: UsdGeom.SetStageUpAxis(s, UsdGeom.Tokens.y), "physics_scene", "up axis Y"),
+        "extra_scene": (lambda s: UsdPhysics.Scene.Define(s, "/SecondScene"), "physics_scene", "2 physics scene(s)"),
+        "static_clutter_above": (_clutter("/Clutter", size=0.05), "static_scenery", "added visible part /Clutter/"),
+        "clutter_on_a_body": (_clutter(body), "retained_visible_components", "added visible part"),
+        "static_collider_cage": (_cage, "static_scenery", "added static collider /Cage"),
+        "floor_raised": (_floor_raised(floor), "static_scenery", floor.rsplit("/", 1)[-1]),
+        "joint_attribute_changed": (_joint_value_changed(joint, attribute), "simulator_attributes", attribute),
+        "physx_damping_added": (_physx_added(body), "simulator_attributes", "physxRigidBody:linearDamping", "added"),
+        "material_stiffness_zeroed": (_material_stiffness_zeroed, "simulator_attributes", "newton:contactStiffness"),
+        "actuator_range_widened": (_actuator_range_widened, "simulator_attributes", "mjc:ctrlRange:max"),
+        "visible_part_recoloured": (_recolour_a_visible_part, "healthy_materials", "diffuseColor"),
+    }
+
+
+@pytest.mark.parametrize("attack", list(_attacks("hopper_body_and_com")))
+@pytest.mark.parametrize("case_id", list(OTHER_ASSETS))
+def test_preservation_attacks_on_other_assets(case_id, attack, tmp_path):
+    edit, gate, *words = _attacks(case_id)[attack]
+    assert_fails(submit(tmp_path, case_id, edit), gate, *words)
+
+
+# --- namespaces the profile adds to the preserved ones -----------------------------------
+
+HOPPER = "hopper_body_and_com"
+HOPPER_TORSO = "/hopper/Geometry/torso"
+HOPPER_FOOT_JOINT = "/hopper/Geometry/torso/thigh/leg/foot/foot_joint"
+HOPPER_LEG_JOINT = "/hopper/Geometry/torso/thigh/leg/leg_joint"
+
+
+def _case_with_engine_attributes(tmp_path: Path, namespaces: list[str] | None) -> Path:
+    """The hopper case, its reference carrying `myengine:` attributes on a body and a joint,
+    the profile listing `namespaces` as preserved (absent when None)."""
+    import json
+    import shutil
+
+    from profiles.digest import tree_digest
+
+    case = tmp_path / "case"
+    shutil.copytree(CASES / HOPPER, case)
+
+    def edit(stage):
+        stage.GetPrimAtPath(HOPPER_TORSO).CreateAttribute("myengine:solverIterations", Sdf.ValueTypeNames.Int).Set(8)
+        stage.GetPrimAtPath(HOPPER_FOOT_JOINT).CreateAttribute("myengine:compliance",
+                                                               Sdf.ValueTypeNames.Double).Set(0.25)
+    variants.author_in_root_layer(case / "reference", edit)
+    profile = json.loads((case / "profile.json").read_text())
+    profile["reference"]["digest"] = tree_digest(case / "reference")
+    if namespaces is not None:
+        profile["preserved_namespaces"] = namespaces
+    (case / "profile.json").write_text(json.dumps(profile, indent=2, sort_keys=True) + "\n")
+    return case
+
+
+def _submit_to(case: Path, tmp_path: Path, edit) -> object:
+    sub = variants.copy_package(case / "reference", tmp_path / "submission")
+    variants.author_in_root_layer(sub, edit)
+    return grade(case, sub)
+
+
+def _set(path, name, value, type_name=Sdf.ValueTypeNames.Double):
+    def edit(stage):
+        stage.GetPrimAtPath(path).CreateAttribute(name, type_name).Set(value)
+    return edit
+
+
+def test_a_profile_namespace_is_preserved_like_the_built_in_ones(tmp_path):
+    case = _case_with_engine_attributes(tmp_path, ["myengine"])
+    d = grade(case, case / "reference")
+    assert d.status is Status.GRADED and d.authored_usd == 1.0, d.reasons
+    changed = _submit_to(case, tmp_path / "changed", _set(HOPPER_FOOT_JOINT, "myengine:compliance", 0.9))
+    assert_fails(changed, "simulator_attributes", "myengine:compliance = 0.9", "0.25")
+    fewer = _submit_to(case, tmp_path / "fewer", _set(HOPPER_TORSO, "myengine:solverIterations", 1,
+                                                       Sdf.ValueTypeNames.Int))
+    assert_fails(fewer, "simulator_attributes", "myengine:solverIterations")
+
+
+def test_a_profile_namespace_reports_what_the_candidate_adds_and_loses(tmp_path):
+    case = _case_with_engine_attributes(tmp_path, ["myengine"])
+    added = _submit_to(case, tmp_path / "added", _set(HOPPER_LEG_JOINT, "myengine:compliance", 0.25))
+    assert_fails(added, "simulator_attributes", "leg_joint", "myengine:compliance", "added")
+
+    def remove(stage):
+        stage.GetPrimAtPath(HOPPER_TORSO).RemoveProperty("myengine:solverIterations")
+    lost = _submit_to(case, tmp_path / "lost", remove)
+    assert_fails(lost, "simulator_attributes", "myengine:solverIterations", "lost")
+
+
+def test_a_namespace_the_profile_does_not_list_is_not_compared(tmp_path):
+    """The same change under a profile without the field: `myengine:` is nobody's namespace."""
+    case = _case_with_engine_attributes(tmp_path, None)
+    d = _submit_to(case, tmp_path / "changed", _set(HOPPER_FOOT_JOINT, "myengine:compliance", 0.9))
+    assert d.status is Status.GRADED and d.authored_usd == 1.0, d.reasons
+
+
+def test_a_profile_namespace_is_compared_through_equivalent_layouts(tmp_path):
+    case = _case_with_engine_attributes(tmp_path, ["myengine"])
+    flat = variants.flatten(case / "reference", tmp_path / "flat")
+    assert grade(case, flat).authored_usd == 1.0
+    binary = _binary(case / "reference", tmp_path / "binary")
+    assert grade(case, binary).authored_usd == 1.0
+    renamed = variants.rename_namespace(case / "reference", tmp_path / "renamed", {"torso": "trunk"})
+    d = grade(case, renamed)
+    assert d.status is Status.GRADED and d.authored_usd == 1.0, d.reasons
+    # and the changed value still fails once flattened
+    flat_changed = variants.flatten(case / "reference", tmp_path / "flat_changed")
+    variants.author_in_root_layer(flat_changed, _set(HOPPER_FOOT_JOINT, "myengine:compliance", 0.9))
+    assert_fails(grade(case, flat_changed), "simulator_attributes", "myengine:compliance")

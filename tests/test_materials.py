@@ -641,3 +641,38 @@ def test_converted_mujoco_physics_bindings(name):
             assert str(binding.GetMaterialPath()) == pm.path
             assert pm.path.split("/")[-1].startswith("PhysicsMaterial")
             assert pm.restitution == 0.0 and pm.density == 0.0     # density is on the colliders
+
+
+# --- display colours that vary over a part ----------------------------------------------
+
+def _graded_display_colour(interpolation_ref: str, interpolation_cand: str, indices=None):
+    """Grade the typed-reader test asset's mesh coloured per vertex or per face (4 each)."""
+    from pxr import Usd, UsdGeom, Vt
+
+    from tests.test_typed_read import MESH, SAMPLING, grade_in_memory, healthy_layer
+    from stage_snapshot.read import snapshot
+
+    colours = Vt.Vec3fArray([(1, 0, 0), (0, 1, 0), (0, 0, 1), (1, 1, 0)])
+
+    def coloured(interpolation, indices=None):
+        stage = Usd.Stage.Open(healthy_layer())
+        primvar = UsdGeom.PrimvarsAPI(stage.GetPrimAtPath(MESH)).GetPrimvar("displayColor")
+        primvar.Set(colours if indices is None else Vt.Vec3fArray([(0, 0, 0), *colours]))
+        primvar.SetInterpolation(interpolation)
+        if indices is not None:
+            primvar.SetIndices(Vt.IntArray(indices))
+        return stage
+
+    reference = snapshot(coloured(interpolation_ref), "", SAMPLING)
+    results = grade_in_memory(reference, coloured(interpolation_cand, indices))
+    return next(r for r in results if getattr(r, "check", "") == f"material.visual:{MESH}")
+
+
+def test_the_same_colours_spread_per_face_instead_of_per_vertex_differ():
+    assert _graded_display_colour("vertex", "vertex").passed is True
+    assert _graded_display_colour("vertex", "uniform").passed is False
+
+
+def test_the_same_varying_colours_authored_through_indices_are_the_same_surface():
+    assert _graded_display_colour("vertex", "vertex", indices=[1, 2, 3, 4]).passed is True
+    assert _graded_display_colour("vertex", "vertex", indices=[2, 1, 3, 4]).passed is False

@@ -1,6 +1,7 @@
 """A malformed profile is refused with the field that is wrong."""
 import copy
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -45,6 +46,28 @@ def test_round_trip_through_json():
     assert profile_from_json(json.loads(p.dumps())) == p
 
 
+def test_preserved_namespaces_default_to_none_and_round_trip():
+    assert profile_from_json(GOOD).preserved_namespaces == ()
+    p = profile_from_json({**GOOD, "preserved_namespaces": ["myengine:solver", "myengine", "myengine"]})
+    assert p.preserved_namespaces == ("myengine", "myengine:solver")
+    assert json.loads(p.dumps())["preserved_namespaces"] == ["myengine", "myengine:solver"]
+    assert profile_from_json(json.loads(p.dumps())) == p
+
+
+CASES = Path(__file__).resolve().parent.parent / "fixtures" / "cases"
+
+
+@pytest.mark.parametrize("case_id", sorted(p.name for p in CASES.iterdir() if (p / "profile.json").is_file()))
+def test_a_frozen_profile_without_the_new_field_writes_back_byte_for_byte(case_id):
+    """An absent optional field is its default and is not written: re-writing a frozen
+    profile gives the same bytes, so its digest (and every grade) is unchanged."""
+    text = (CASES / case_id / "profile.json").read_text(encoding="utf-8")
+    assert "preserved_namespaces" not in json.loads(text)
+    profile = load_profile(CASES / case_id / "profile.json")
+    assert profile.preserved_namespaces == ()
+    assert profile.dumps() == text
+
+
 @pytest.mark.parametrize("path, value, words", [
     (("schema",), "other", "profile.schema"),
     (("schema_version",), 99, "schema_version"),
@@ -57,9 +80,16 @@ def test_round_trip_through_json():
     (("checks", 0, "input_error", "position_m"), "far", "expected a number"),
     (("checks",), [], "at least one"),
     (("tolerances",), {"joint_position_m": True}, "expected a number"),
+    (("preserved_namespaces",), "myengine", "profile.preserved_namespaces: expected a list"),
+    (("preserved_namespaces",), ["myengine:"], "preserved_namespaces[0]"),
+    (("preserved_namespaces",), ["ok", ""], "preserved_namespaces[1]"),
+    (("preserved_namespaces",), ["my engine"], "preserved_namespaces[0]"),
+    (("preserved_namespaces",), ["a::b"], "preserved_namespaces[0]"),
+    (("preserved_namespaces",), ["1engine"], "preserved_namespaces[0]"),
+    (("preserved_namespaces",), [7], "preserved_namespaces[0]"),
 ])
 def test_malformed_profile_names_the_field(path, value, words):
-    with pytest.raises(ProfileError, match=words.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(ProfileError, match=re.escape(words)):
         profile_from_json(broken(path, value))
 
 
@@ -97,3 +127,32 @@ def test_reading_a_case_imports_no_measuring_code():
                           cwd=Path(__file__).resolve().parent.parent)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]", proc.stdout
+
+
+def test_freeze_writes_the_namespaces_it_is_given_and_refuses_a_bad_one():
+    from profiles.freeze import FreezeRefused, build_profile
+    from profiles.schema import Fault
+
+    case = CASES / "hopper_body_and_com"
+    faults = list(load_profile(case / "profile.json").faults)
+    profile = build_profile("ns", case / "reference", case / "input", faults,
+                            preserved_namespaces=("myengine", "other:solver"))
+    assert profile.preserved_namespaces == ("myengine", "other:solver")
+    assert json.loads(profile.dumps())["preserved_namespaces"] == ["myengine", "other:solver"]
+    with pytest.raises(FreezeRefused, match="preserved namespaces"):
+        build_profile("ns", case / "reference", case / "input", faults, preserved_namespaces=("my engine",))
+    assert isinstance(faults[0], Fault)
+
+
+def test_the_freeze_command_refuses_a_bad_namespace_and_writes_nothing(tmp_path, capsys):
+    from scoring.cli import main
+
+    case = CASES / "hopper_body_and_com"
+    faults = tmp_path / "faults.json"
+    faults.write_text(json.dumps([{"id": f.id, "kind": f.kind, "target": f.target}
+                                  for f in load_profile(case / "profile.json").faults]))
+    out = tmp_path / "case"
+    code = main(["freeze", "--reference", str(case / "reference"), "--input", str(case / "input"),
+                 "--out", str(out), "--faults", str(faults), "--preserve-namespace", "my engine"])
+    assert code == 1 and not out.exists()
+    assert "my engine" in capsys.readouterr().err

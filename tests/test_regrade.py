@@ -273,6 +273,9 @@ def test_refreeze_a_case_of_an_older_scoring_version(tmp_path):
     profile_path = cases / "gen_cartpole_1" / "profile.json"
     profile = json.loads(profile_path.read_text())
     profile["scoring_version"] = "0"
+    # Optional fields the case was frozen with survive the re-freeze.
+    profile["preserved_namespaces"] = ["myengine"]
+    profile["allowed_urls"] = ["https://example.org/instructions"]
     profile_path.write_text(json.dumps(profile))
     job = _job(tmp_path, [("gen_cartpole_1", CASES / "gen_cartpole_1" / "reference", 1.0, "m")])
 
@@ -289,6 +292,8 @@ def test_refreeze_a_case_of_an_older_scoring_version(tmp_path):
     refrozen = json.loads(next((tmp_path / "fresh").rglob("cases/gen_cartpole_1/profile.json")).read_text())
     assert refrozen["scoring_version"] != "0" and refrozen["version"] == f"{profile['version']}+scoring-{refrozen['scoring_version']}"
     assert grade["profile"]["version"] == refrozen["version"]
+    assert refrozen["preserved_namespaces"] == ["myengine"]
+    assert refrozen["allowed_urls"] == ["https://example.org/instructions"]
 
 
 def test_a_grade_that_leaves_a_layer_open_asks_for_its_worker_to_be_replaced(grader, monkeypatch, tmp_path):

@@ -26,6 +26,7 @@ from stage_snapshot.read import snapshot
 from profiles.vocabulary import DEFAULT_CORRESPONDENCE, DEFAULT_TOLERANCES
 
 BODY, BOX, MESH, JOINT = "/World/Body", "/World/Body/Box", "/World/Body/Mesh", "/World/Joint"
+SCENE = "/World/Scene"
 SAMPLING = {"seed": 1, "surface_samples": 64, "free_space_samples": 32}
 
 
@@ -37,7 +38,8 @@ def healthy_layer() -> Sdf.Layer:
 
 
 def _healthy_text() -> str:
-    """A body with a collider cube, a visible mesh (a tetrahedron) and a revolute joint to the world."""
+    """A body with a collider cube, a visible mesh (a tetrahedron, grey by its display colour) and a
+    revolute joint to the world, in a physics scene with gravity authored."""
     stage = Usd.Stage.CreateInMemory()
     UsdGeom.SetStageMetersPerUnit(stage, 1.0)
     UsdGeom.Xform.Define(stage, "/World")
@@ -53,6 +55,11 @@ def _healthy_text() -> str:
     mesh.CreatePointsAttr([(0, 0, 0), (0.3, 0, 0), (0, 0.3, 0), (0, 0, 0.3)])
     mesh.CreateFaceVertexCountsAttr([3, 3, 3, 3])
     mesh.CreateFaceVertexIndicesAttr([0, 2, 1, 0, 1, 3, 0, 3, 2, 1, 2, 3])
+    mesh.CreateDisplayColorAttr([(0.5, 0.5, 0.5)])
+    mesh.CreateDisplayOpacityAttr([1.0])
+    scene = UsdPhysics.Scene.Define(stage, SCENE)
+    scene.CreateGravityDirectionAttr(Gf.Vec3f(0, 0, -1))
+    scene.CreateGravityMagnitudeAttr(9.81)
     joint = UsdPhysics.RevoluteJoint.Define(stage, JOINT)
     joint.CreateBody1Rel().SetTargets([Sdf.Path(BODY)])
     joint.CreateAxisAttr("Z")
@@ -70,7 +77,9 @@ SITES = [(BODY, name) for name in ("physics:mass", "physics:density", "physics:c
                                    "physics:diagonalInertia", "physics:principalAxes", "physics:rigidBodyEnabled",
                                    "physics:kinematicEnabled", "physics:velocity")]
 SITES += [(BOX, name) for name in ("size", "physics:collisionEnabled", "physics:mass", "visibility", "purpose")]
-SITES += [(MESH, name) for name in ("points", "faceVertexCounts", "faceVertexIndices")]
+SITES += [(MESH, name) for name in ("points", "faceVertexCounts", "faceVertexIndices", "primvars:displayColor",
+                                    "primvars:displayOpacity", "primvars:displayColor:indices")]
+SITES += [(SCENE, name) for name in ("physics:gravityDirection", "physics:gravityMagnitude")]
 SITES += [(JOINT, name) for name in ("physics:localPos0", "physics:localPos1", "physics:localRot0",
                                      "physics:lowerLimit", "physics:upperLimit", "physics:axis",
                                      "physics:jointEnabled", "drive:angular:physics:stiffness")]
@@ -127,6 +136,13 @@ def expected_ok(kind: str, type_name, value) -> bool:
         return type_name == Sdf.ValueTypeNames.Point3fArray and bool(np.isfinite(np.asarray(value)).all())
     if kind == "ints":
         return type_name == Sdf.ValueTypeNames.IntArray
+    if kind == "colors":
+        return type_name in (Sdf.ValueTypeNames.Point3fArray, Sdf.ValueTypeNames.Float3) \
+            and bool(np.isfinite(np.asarray(value, dtype=float)).all())
+    if kind == "reals":
+        return type_name in (Sdf.ValueTypeNames.Int, Sdf.ValueTypeNames.Float, Sdf.ValueTypeNames.Double,
+                             Sdf.ValueTypeNames.FloatArray) \
+            and bool(np.isfinite(np.asarray(value, dtype=float)).all())
     if kind == "token":
         return type_name in (Sdf.ValueTypeNames.String, Sdf.ValueTypeNames.Token)
     if kind == "bool":
@@ -176,14 +192,19 @@ def test_any_value_on_any_read_attribute_never_raises_and_is_graded(reference, s
     kind = authoring.kind_of(name)
     found, why = typed_read.read(stage.GetPrimAtPath(prim).GetAttribute(name), kind)
     problems = dict(authoring.problems(stage).get(prim, ()))
-    if expected_ok(kind, type_name, raw):
-        assert why is None and name not in problems, (why, problems)
-    else:
+    if not expected_ok(kind, type_name, raw):
         assert found is None and why, (found, why)
         assert name in problems and problems[name] == why
+    elif name.endswith(":indices") and any(not 0 <= i < 1 for i in raw):   # one colour to index
+        assert why is None and "do not all point into" in problems.get(name, ""), problems
+    else:
+        assert why is None and name not in problems, (why, problems)
     # Through the grade: nothing raises; an authoring problem fails every check that reads it.
     results = grade_in_memory(reference, stage)
-    if name in problems:
+    if name in problems and prim == SCENE:   # no check reads gravity: the scene gate names it
+        scene_gate = next(r for r in results if getattr(r, "gate", None) == "physics_scene")
+        assert scene_gate.passed is False and any(name in f for f in scene_gate.failures), scene_gate
+    elif name in problems:
         flagged = [r for r in results if hasattr(r, "components") and "authoring" in r.components]
         assert flagged and all(r.passed is False for r in flagged), [r.check for r in results]
 
@@ -200,6 +221,32 @@ def test_degenerate_scales_never_raise(reference, scale, where):
     results = grade_in_memory(reference, stage)
     if any(c != 1.0 and abs(c) != 1.0 for c in scale):  # a part shrunk, blown up or made NaN: some check sees it
         assert any(getattr(r, "passed", True) is False for r in results), scale
+
+
+DEGENERATE_GEOMETRY = {
+    "mesh_collapsed_to_a_point": (MESH, "points", Sdf.ValueTypeNames.Point3fArray, Vt.Vec3fArray([(0, 0, 0)] * 4)),
+    "mesh_flattened_to_a_line": (MESH, "points", Sdf.ValueTypeNames.Point3fArray,
+                                 Vt.Vec3fArray([(0, 0, 0), (0.1, 0, 0), (0.2, 0, 0), (0.3, 0, 0)])),
+    "mesh_without_faces": (MESH, "faceVertexCounts", Sdf.ValueTypeNames.IntArray, Vt.IntArray([])),
+    "mesh_faces_of_one_and_two_vertices": (MESH, "faceVertexCounts", Sdf.ValueTypeNames.IntArray,
+                                           Vt.IntArray([1, 2, 0, 9])),
+    "mesh_indices_out_of_range": (MESH, "faceVertexIndices", Sdf.ValueTypeNames.IntArray, Vt.IntArray([99] * 12)),
+    "mesh_negative_indices": (MESH, "faceVertexIndices", Sdf.ValueTypeNames.IntArray, Vt.IntArray([-1] * 12)),
+    "collider_of_size_zero": (BOX, "size", Sdf.ValueTypeNames.Double, 0.0),
+    "collider_of_negative_size": (BOX, "size", Sdf.ValueTypeNames.Double, -0.5),
+    "collider_of_enormous_size": (BOX, "size", Sdf.ValueTypeNames.Double, 1e30),
+}
+
+
+@pytest.mark.parametrize("name", list(DEGENERATE_GEOMETRY))
+def test_degenerate_geometry_never_raises_and_fails_a_check(reference, name):
+    """Well-typed values that describe no solid or no surface: the snapshot reads them without an
+    exception, and the grade sees the part or collider changed."""
+    prim, attribute, type_name, value = DEGENERATE_GEOMETRY[name]
+    layer = healthy_layer()
+    author(layer, prim, attribute, type_name, value)
+    results = grade_in_memory(reference, Usd.Stage.Open(layer))
+    assert any(getattr(r, "passed", True) is False for r in results), name
 
 
 @pytest.mark.parametrize("site, start_value", [
@@ -279,6 +326,9 @@ CABINET_SITES = [
     ("/Cabinet/Door/Visuals/Panel", "points"), ("/Cabinet/Door/Visuals/Panel", "faceVertexCounts"),
     ("/Cabinet/Carcass/Visuals/Shelf", "size"), ("/Cabinet/Drawer/Handle", "physics:approximation"),
     ("/Cabinet/Door/Knob", "physics:collisionEnabled"),
+    ("/PhysicsScene", "physics:gravityMagnitude"), ("/PhysicsScene", "physics:gravityDirection"),
+    ("/Cabinet/Carcass/Visuals/Shelf", "primvars:displayColor"),
+    ("/Cabinet/Carcass/Visuals/Shelf", "primvars:displayOpacity"),
 ]
 
 

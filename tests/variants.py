@@ -35,6 +35,57 @@ def flatten(src: Path, dst: Path) -> Path:
     return dst
 
 
+def regroup(src: Path, dst: Path, group: str = "Regrouped") -> Path:
+    """Flatten, then move every child of the default prim under a new Xform `group` below it
+    (relationship targets and connections follow: UsdNamespaceEditor fixes them up)."""
+    from pxr import UsdGeom
+
+    flatten(src, dst)
+    stage = Usd.Stage.Open(str(root_layer_of(dst)), Usd.Stage.LoadAll)
+    top = stage.GetDefaultPrim() or next(iter(stage.GetPseudoRoot().GetChildren()))
+    parent = top.GetPath().AppendChild(group)
+    children = [c.GetPath() for c in top.GetChildren()]
+    UsdGeom.Xform.Define(stage, parent)
+    editor = Usd.NamespaceEditor(stage)
+    for child in children:
+        if not (editor.MovePrimAtPath(child, parent.AppendChild(child.name)) and editor.ApplyEdits()):
+            raise RuntimeError(f"cannot move {child} under {parent}")
+    stage.GetRootLayer().Save()
+    return dst
+
+
+SIMULATOR_NAMESPACES = ("physics:", "physx", "mjc:", "newton:", "drive:", "limit:")
+
+
+def split_physics_layer(src: Path, dst: Path) -> Path:
+    """Flatten, then move every property in a simulator namespace into a sublayer of its own:
+    the same composed stage, its physics authored in another layer."""
+    flatten(src, dst)
+    root = Sdf.Layer.FindOrOpen(str(root_layer_of(dst)))
+    (dst / "layers").mkdir(exist_ok=True)
+    physics = Sdf.Layer.CreateNew(str(dst / "layers" / "physics.usda"))
+    moved = []
+
+    def visit(path):
+        if not path.IsPrimPath():
+            return
+        spec = root.GetPrimAtPath(path)
+        for prop in list(spec.properties):
+            if prop.name.startswith(SIMULATOR_NAMESPACES):
+                Sdf.CreatePrimInLayer(physics, path)
+                Sdf.CopySpec(root, prop.path, physics, prop.path)
+                moved.append(prop)
+    root.Traverse(Sdf.Path.absoluteRootPath, visit)
+    if not moved:
+        raise RuntimeError(f"{src} authors nothing in a simulator namespace")
+    for prop in moved:
+        prop.owner.RemoveProperty(prop)
+    physics.Save()
+    root.subLayerPaths.append("./layers/physics.usda")
+    root.Save()
+    return dst
+
+
 def rename_namespace(src: Path, dst: Path, renames: dict[str, str]) -> Path:
     """Flatten, then rename prims (whole path components) everywhere they are named."""
     flatten(src, dst)
