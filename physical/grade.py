@@ -17,6 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from usd_repair_verifier import IMPORT_ROOT
 from profiles.digest import tree_digest
 from scoring.outputs import prepare_separate_output, write_json
 
@@ -152,7 +153,7 @@ def run_physical(case: Path, submission: Path, out: Path, *, python: list[str] |
     #    the grade down with it, and the authored-USD grade never imports the engine)
     env = dict(os.environ)
     env.setdefault(CACHE_ENV, str(DEFAULT_CACHE))
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), *filter(None, [env.get("PYTHONPATH")])])
+    env["PYTHONPATH"] = os.pathsep.join([str(IMPORT_ROOT), *filter(None, [env.get("PYTHONPATH")])])
     record["engine"]["kernel_cache"] = env[CACHE_ENV]
     with tempfile.TemporaryDirectory(prefix="usdgrade-physical-") as tmp:
         config_path, results_path = Path(tmp) / "config.json", Path(tmp) / "results.json"

@@ -5,7 +5,8 @@
       instruction.md        what the agent is asked (no fault is named)
       environment/          the agent's image: Dockerfile and app/ (the broken input), nothing else
       tests/                the verifier's image (its build context): Dockerfile, requirements.txt
-                            (exact pins), verifier/ (the grading code), case/ (profile, reference,
+                            (exact pins), verifier/ (the grading code, laid out as installed:
+                            verifier/usd_repair_verifier/scoring/...), case/ (profile, reference,
                             input) and test.sh
       solution/             the oracle: solve.sh restores reference/ into /app
 
@@ -24,14 +25,17 @@ import stat
 import sys
 from pathlib import Path
 
+import usd_repair_verifier
 from closed_book.harbor import TRAJECTORY_FOLDER, collect_block
 
 from .case import CaseError, load_case
 
 TEMPLATES = Path(__file__).resolve().with_name("task_files")
 VERIFIER_ROOT = Path(__file__).resolve().parent.parent
-# The grading code copied into tests/verifier: the packages the authored-USD grade imports.
+# The grading code copied into tests/verifier: the packages the authored-USD grade imports, under
+# the namespace package as an install lays them out (tests/verifier is what test.sh puts on sys.path).
 VERIFIER_PACKAGES = ("checks", "closed_book", "gates", "profiles", "scoring", "stage_snapshot")
+NAMESPACE_INIT = Path(usd_repair_verifier.__file__).resolve()
 VERIFIER_FILE_SUFFIXES = (".py", ".ini", ".json")
 # python:3.11-slim, pinned by digest (both images; the verifier's wheels are for CPython 3.11).
 BASE_IMAGE = "python:3.11-slim@sha256:9c900dea9e8fb7e16277c179b555cc72d29a352dbc33cff48ad5a0412fd5bfc7"
@@ -89,10 +93,13 @@ def _pins() -> dict[str, str]:
 
 
 def _copy_verifier(dest: Path) -> None:
+    package_dest = dest / NAMESPACE_INIT.parent.name
+    package_dest.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(NAMESPACE_INIT, package_dest / NAMESPACE_INIT.name)
     for package in VERIFIER_PACKAGES:
         for path in sorted((VERIFIER_ROOT / package).rglob("*")):
             if path.is_file() and path.suffix in VERIFIER_FILE_SUFFIXES and "__pycache__" not in path.parts:
-                target = dest / path.relative_to(VERIFIER_ROOT)
+                target = package_dest / path.relative_to(VERIFIER_ROOT)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(path, target)
 

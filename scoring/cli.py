@@ -24,9 +24,9 @@ import json
 import sys
 from pathlib import Path
 
-from .authoring import freeze_command, inject_command
+from usd_repair_verifier import IMPORT_ROOT
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+from .authoring import freeze_command, inject_command
 
 
 def grade(args: argparse.Namespace) -> int:
@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     add_regrade_parser(sub)
 
     args = parser.parse_args(argv)
-    sys.path.insert(0, str(REPO_ROOT))
+    sys.path.insert(0, str(IMPORT_ROOT))
     return args.run(args)
 
 

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 from typing import Iterable, Iterator
+
+from usd_repair_verifier import IMPORT_ROOT
 
 from .warm import Item, ItemResult, infrastructure_result, time_limit_reason, versions
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 _GRADER = None  # this Ray worker process's warm grader, made on its first item
 
 
@@ -57,7 +57,7 @@ class RayEngine:
             if self.address:
                 ray.init(address=self.address, log_to_driver=False, logging_level="ERROR")
             else:  # a local cluster started on the spot: its workers inherit this environment
-                path = os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p)
+                path = os.pathsep.join(p for p in (str(IMPORT_ROOT), os.environ.get("PYTHONPATH", "")) if p)
                 os.environ["PYTHONPATH"] = path  # so they import this checkout's verifier
                 ray.init(num_cpus=self.jobs, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
         return ray

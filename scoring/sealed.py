@@ -8,7 +8,8 @@ and `PYTHON*` variables. The sealed session closes each of those doors:
 - the interpreter runs isolated (`-I -B`: no PYTHON* variables, no user site, no current folder
   on sys.path, no bytecode written), with every PYTEST*/PYTHON* variable removed from the
   environment it hands to pytest and to xdist's workers;
-- the verifier's own folder is put first on sys.path, so its modules are the ones imported;
+- the folder that holds the verifier's package (a checkout, site-packages, a task's verifier
+  folder) is put first on sys.path, so its modules are the ones imported;
 - `--config-file` names the verifier's own ini and `--rootdir` its own folder: no other ini;
 - `--noconftest`: no conftest.py from anywhere (the plugin is loaded with `-p` instead);
 - `--disable-plugin-autoload`: only the plugins named here (the grade's, json-report, xdist);
@@ -25,10 +26,16 @@ import os
 import sys
 from pathlib import Path
 
+import usd_repair_verifier
+
+# The folder holding checks/, gates/, scoring/...: the grade's tests, pytest's rootdir.
 VERIFIER_ROOT = Path(__file__).resolve().parent.parent
+# The folder holding the usd_repair_verifier package: what goes on sys.path (the same folder as
+# VERIFIER_ROOT in a checkout; its parent when installed or copied into a Harbor task).
+IMPORT_ROOT = usd_repair_verifier.IMPORT_ROOT
 GRADE_INI = Path(__file__).resolve().with_name("grade.ini")
 
-# Run by `python -I -B -c BOOTSTRAP VERIFIER_ROOT ARGS...`: the verifier's folder goes first on
+# Run by `python -I -B -c BOOTSTRAP IMPORT_ROOT ARGS...`: the verifier's folder goes first on
 # sys.path before anything of it is imported (an editable install elsewhere cannot shadow it).
 BOOTSTRAP = "import sys; sys.path.insert(0, sys.argv[1]); from scoring.sealed import main; sys.exit(main(sys.argv[2:]))"
 
@@ -36,7 +43,7 @@ SCRUBBED_PREFIXES = ("PYTHON", "PYTEST")
 
 
 def command(python: str | Path, case: Path | str, submission: Path | str, out: Path | str, *,
-            verifier_root: Path | str = VERIFIER_ROOT, time_limit: float | None = None, workers: int = 0,
+            verifier_root: Path | str = IMPORT_ROOT, time_limit: float | None = None, workers: int = 0,
             select: str | None = None, trajectory: Path | str | None = None) -> list[str]:
     argv = [str(python), "-I", "-B", "-c", BOOTSTRAP, str(verifier_root),
             f"--case={case}", f"--submission={submission}", f"--out={out}"]
@@ -91,8 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     clean = scrubbed_environment(dict(os.environ))
     os.environ.clear()
     os.environ.update(clean)
-    if str(VERIFIER_ROOT) not in sys.path[:1]:
-        sys.path.insert(0, str(VERIFIER_ROOT))
+    if str(IMPORT_ROOT) not in sys.path[:1]:
+        sys.path.insert(0, str(IMPORT_ROOT))
     os.chdir(VERIFIER_ROOT)
 
     import pytest

@@ -126,7 +126,7 @@ def layout(tmp_path):
         (folders["app"] / relative).write_text(text)
     shutil.copytree(TASK / "tests", folders["tests"], ignore=shutil.ignore_patterns("verifier"))
     _copy_verifier(folders["verifier"])
-    poison_bytecode(folders["verifier"] / "scoring" / "reward.py")
+    poison_bytecode(folders["verifier"] / "usd_repair_verifier" / "scoring" / "reward.py")
     return folders
 
 
