@@ -19,8 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from pxr import Sdf, UsdGeom, UsdPhysics  # noqa: E402
 
 from bench.generate import generate  # noqa: E402
-from stage_snapshot import mass, parts  # noqa: E402
-from stage_snapshot.read import open_stage, snapshot  # noqa: E402
+from usd_repair_verifier.stage_snapshot import mass, parts  # noqa: E402
+from usd_repair_verifier.stage_snapshot.read import open_stage, snapshot  # noqa: E402
 
 
 def timed(fn, *args):

@@ -86,7 +86,7 @@ def make_candidate(kind: tuple, out: Path) -> Path:
 
 def render_pairs(work: Path, size: int, views: tuple[str, ...] | None = None, names=None) -> dict:
     """{pair: (images for the judge, differing pixels per view)}."""
-    from visual import judge as judges, render
+    from usd_repair_verifier.visual import judge as judges, render
 
     out = {}
     for name in names or PAIRS:
@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=512)
     parser.add_argument("--views", default=None, help="comma-separated views (default: all five)")
     args = parser.parse_args(argv)
-    from visual import judge as judges, rubric as rubrics
+    from usd_repair_verifier.visual import judge as judges, rubric as rubrics
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -1,14 +1,14 @@
 """Articulation family: how many articulation roots there are and whether each sits at a valid location.
 
 A candidate root is valid when it has no location problem of its own (see
-stage_snapshot.read: on a body, on a world-attached joint, or above bodies; not
+usd_repair_verifier.stage_snapshot.read: on a body, on a world-attached joint, or above bodies; not
 nested in another root) and it corresponds to a reference root: the same kind
 of location on the matched body or joint, or, above bodies, articulating the
 matched reference bodies.
 """
 from __future__ import annotations
 
-from stage_snapshot.model import ArticulationRoot
+from usd_repair_verifier.stage_snapshot.model import ArticulationRoot
 
 from .measurement import Comparison, Component
 

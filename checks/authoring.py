@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import math
 
-from stage_snapshot.authoring import TRANSFORM
-from stage_snapshot.parts import owner_body
+from usd_repair_verifier.stage_snapshot.authoring import TRANSFORM
+from usd_repair_verifier.stage_snapshot.parts import owner_body
 
 from .measurement import Comparison, Component
 

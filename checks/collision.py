@@ -2,7 +2,7 @@
 does it leave the reference's empty space empty?
 
 Targets are reference rigid bodies. Colliders are solids as the simulator sees
-them (stage_snapshot.colliders: primitives exactly, meshes through their
+them (usd_repair_verifier.stage_snapshot.colliders: primitives exactly, meshes through their
 approximation); only enabled colliders count.
 - coverage: the share of the reference body's visible surface samples inside
   the candidate's colliders (within collision_margin_m), against the
@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from stage_snapshot import colliders as solids
-from stage_snapshot import parts
+from usd_repair_verifier.stage_snapshot import colliders as solids
+from usd_repair_verifier.stage_snapshot import parts
 
 from .measurement import Comparison, Component, Unmeasured, boolean
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import math
 import numpy as np
 
-from stage_snapshot import geometry
-from stage_snapshot.model import VisualComponent
+from usd_repair_verifier.stage_snapshot import geometry
+from usd_repair_verifier.stage_snapshot.model import VisualComponent
 
 from .measurement import Comparison, Component, log_ratio
 

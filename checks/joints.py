@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import math
 
-from stage_snapshot import spatial
-from stage_snapshot.model import Joint
+from usd_repair_verifier.stage_snapshot import spatial
+from usd_repair_verifier.stage_snapshot.model import Joint
 
 from .measurement import Comparison, Component, boolean, log_ratio
 

@@ -2,7 +2,7 @@
 
 Targets are reference rigid bodies; the candidate body is found through the
 correspondence. The numbers are what the UsdPhysics rules yield on the composed
-stage (stage_snapshot.mass: body mass over collider mass/density over body
+stage (usd_repair_verifier.stage_snapshot.mass: body mass over collider mass/density over body
 density over material density over the default), in SI units and world space.
 
 A property the reference does not establish (its mass comes from the default
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 
-from stage_snapshot import spatial
+from usd_repair_verifier.stage_snapshot import spatial
 
 from .measurement import MAX_LOG_RATIO, Comparison, Component, Unmeasured, log_ratio
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import math
 
-from stage_snapshot import materials as mat
-from stage_snapshot import spatial
+from usd_repair_verifier.stage_snapshot import materials as mat
+from usd_repair_verifier.stage_snapshot import spatial
 
 from .measurement import Comparison, Component, boolean
 

@@ -18,8 +18,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from stage_snapshot.correspondence import Correspondence
-from stage_snapshot.model import StageSnapshot
+from usd_repair_verifier.stage_snapshot.correspondence import Correspondence
+from usd_repair_verifier.stage_snapshot.model import StageSnapshot
 
 # Log-ratio errors are capped so that a zero against a positive value stays finite.
 MAX_LOG_RATIO = 50.0

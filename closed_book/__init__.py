@@ -1,12 +1,12 @@
 """Closed book: whether the agent's trajectory shows it reached for the web.
 
 A closed-book case (profile `closed_book: true`) is graded against the agent's
-trajectory as well as its submission. `evaluate` reads the run (closed_book.trajectory),
-applies the rule (closed_book.rule) and gives one Verdict:
+trajectory as well as its submission. `evaluate` reads the run (usd_repair_verifier.closed_book.trajectory),
+applies the rule (usd_repair_verifier.closed_book.rule) and gives one Verdict:
 - "clean": every tool call read, none broke the rule;
 - "violation": a web tool was called, or a URL appears in a tool call's arguments;
 - "unverified": no trajectory, or one that cannot be read completely.
-The grade turns the last two into a reward of 0 (scoring.reward.apply_closed_book).
+The grade turns the last two into a reward of 0 (usd_repair_verifier.scoring.reward.apply_closed_book).
 """
 from __future__ import annotations
 

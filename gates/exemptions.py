@@ -19,9 +19,9 @@ a fault cannot avoid:
 """
 from __future__ import annotations
 
-from checks import mass
-from checks.measurement import Comparison
-from profiles.schema import Profile
+from usd_repair_verifier.checks import mass
+from usd_repair_verifier.checks.measurement import Comparison
+from usd_repair_verifier.profiles.schema import Profile
 
 Key = tuple[str, str, str]   # (family, measure, target)
 

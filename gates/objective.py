@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Callable
 
-from checks import articulation, joints, mass, materials
-from checks.measurement import Comparison, Measurement
-from checks.registry import FAMILIES, measure
+from usd_repair_verifier.checks import articulation, joints, mass, materials
+from usd_repair_verifier.checks.measurement import Comparison, Measurement
+from usd_repair_verifier.checks.registry import FAMILIES, measure
 
 from .names import OBJECTIVE_GATES
 from .results import GateResult, from_failures

@@ -8,9 +8,9 @@ counting gates bound the candidate by the input.
 """
 from __future__ import annotations
 
-from checks import joints, mass
-from checks.measurement import Comparison
-from profiles.schema import Profile
+from usd_repair_verifier.checks import joints, mass
+from usd_repair_verifier.checks.measurement import Comparison
+from usd_repair_verifier.profiles.schema import Profile
 
 from . import exemptions, scene_preservation
 from .names import PRESERVATION_GATES

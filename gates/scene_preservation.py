@@ -22,10 +22,10 @@ import math
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from checks import materials
-from checks.measurement import Comparison
-from profiles.schema import Profile
-from stage_snapshot import scene, spatial
+from usd_repair_verifier.checks import materials
+from usd_repair_verifier.checks.measurement import Comparison
+from usd_repair_verifier.profiles.schema import Profile
+from usd_repair_verifier.stage_snapshot import scene, spatial
 
 from . import exemptions
 from .objective import failed, measure_all

@@ -1,5 +1,5 @@
 """Objective gates: every body and joint passes. Any failure caps the reward at 0.99."""
-from profiles.jsonable import jsonable
+from usd_repair_verifier.profiles.jsonable import jsonable
 
 
 def test_objective(objective_gate, grading, json_metadata):

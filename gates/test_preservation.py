@@ -1,5 +1,5 @@
 """Preservation gates: healthy content survives. Any failure makes the reward 0."""
-from profiles.jsonable import jsonable
+from usd_repair_verifier.profiles.jsonable import jsonable
 
 
 def test_preservation(preservation_gate, grading, json_metadata):

@@ -1,5 +1,5 @@
 """Validity gate: one test per rule (docs/bad-input.md). Any failure makes the reward 0."""
-from profiles.jsonable import jsonable
+from usd_repair_verifier.profiles.jsonable import jsonable
 
 
 def test_validity(validity_rule, grading, json_metadata):

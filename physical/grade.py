@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 from usd_repair_verifier import IMPORT_ROOT
-from profiles.digest import tree_digest
-from scoring.outputs import prepare_separate_output, write_json
+from usd_repair_verifier.profiles.digest import tree_digest
+from usd_repair_verifier.scoring.outputs import prepare_separate_output, write_json
 
 from .results import PROPERTIES, TESTS, nulls
 from .settings import ENGINE_MODULES, SETTINGS, THRESHOLDS, pinned_versions
@@ -104,7 +104,7 @@ def run_physical(case: Path, submission: Path, out: Path, *, python: list[str] |
 
     # 1. the case, and the exact bytes that will be tested
     try:
-        from profiles.case import load_case
+        from usd_repair_verifier.profiles.case import load_case
 
         loaded = load_case(case, verify_digests=True)
     except Exception as error:  # CaseError, DigestMismatch, a malformed profile
@@ -116,7 +116,7 @@ def run_physical(case: Path, submission: Path, out: Path, *, python: list[str] |
     record["digests"] = {"reference": loaded.profile.reference.digest, "candidate": candidate_digest}
 
     # 2. the validity gate of the authored-USD grade: the physical grade runs only on a valid package
-    from gates.validity import check_submission
+    from usd_repair_verifier.gates.validity import check_submission
 
     t0 = time.monotonic()
     validity = check_submission(submission, loaded.profile.limits or None, timeout_s=validity_timeout_s,

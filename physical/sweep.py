@@ -1,6 +1,6 @@
 """Run the physical grade on every case's input (and optionally its reference) and tabulate.
 
-    python -m physical.sweep fixtures/cases OUTDIR [--reference] [-j 2]
+    python -m usd_repair_verifier.physical.sweep fixtures/cases OUTDIR [--reference] [-j 2]
 
 Prints, per case, its fault kinds and which runtime properties failed (with figures): the table
 of which runtime tests detect which fault kinds.
@@ -13,7 +13,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from scoring.progress import progress
+from usd_repair_verifier.scoring.progress import progress
 
 from .grade import run_physical
 

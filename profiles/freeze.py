@@ -15,10 +15,10 @@ import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from checks.measurement import Comparison
-from checks.registry import FAMILIES
-from stage_snapshot.correspondence import correspond
-from stage_snapshot.read import read_snapshot
+from usd_repair_verifier.checks.measurement import Comparison
+from usd_repair_verifier.checks.registry import FAMILIES
+from usd_repair_verifier.stage_snapshot.correspondence import correspond
+from usd_repair_verifier.stage_snapshot.read import read_snapshot
 
 from .digest import tree_digest
 from .inject import root_layer_of
@@ -91,7 +91,7 @@ def verify_case(case: Path, progress: Callable[[Iterable], Iterable] = lambda it
     """Grade the reference and the input against the case; return the reasons to refuse it.
 
     `progress` wraps the two grades (a progress bar on a terminal)."""
-    from scoring.run import run_grade
+    from usd_repair_verifier.scoring.run import run_grade
 
     problems = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics, UsdShade, Vt
 
-from stage_snapshot import mass as mass_properties
-from stage_snapshot import materials as material_props
+from usd_repair_verifier.stage_snapshot import mass as mass_properties
+from usd_repair_verifier.stage_snapshot import materials as material_props
 
 from .vocabulary import FAULT_KINDS
 
@@ -312,7 +312,7 @@ def body_state(stage, target, rng, dirty) -> str:
 
 # --- body faults: mass, materials, composition ---------------------------------
 #
-# Mass faults are checked against what the UsdPhysics rules yield (stage_snapshot.mass):
+# Mass faults are checked against what the UsdPhysics rules yield (usd_repair_verifier.stage_snapshot.mass):
 # each injector refuses a body whose reference does not establish the property it
 # breaks (the check would be unmeasured), and verifies the composed effect.
 

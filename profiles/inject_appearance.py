@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pxr import Gf, Sdf, UsdGeom, Vt
 
-from stage_snapshot import materials
+from usd_repair_verifier.stage_snapshot import materials
 
 from .inject import InjectionError, _visual_differs, _visual_of, _writable, set_attribute
 

@@ -6,7 +6,7 @@ import re
 
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
 
-from stage_snapshot.parts import is_visible
+from usd_repair_verifier.stage_snapshot.parts import is_visible
 
 from .inject import InjectionError, _asset_size_units, _own_colliders, set_api_schemas, set_attribute
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pxr import Usd
 
-from stage_snapshot.read import read_snapshot
+from usd_repair_verifier.stage_snapshot.read import read_snapshot
 
 from .inject import INJECTORS, InjectionError, root_layer_of
 from .vocabulary import FAULT_KINDS

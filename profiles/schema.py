@@ -27,7 +27,7 @@ class ProfileError(ValueError):
 @dataclass(frozen=True)
 class PackageRecord:
     root_layer: str      # file name of the root layer at the package's top level
-    digest: str          # profiles.digest.tree_digest of the package folder
+    digest: str          # usd_repair_verifier.profiles.digest.tree_digest of the package folder
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 
 import usd_repair_verifier
-from closed_book.harbor import TRAJECTORY_FOLDER, collect_block
+from usd_repair_verifier.closed_book.harbor import TRAJECTORY_FOLDER, collect_block
 
 from .case import CaseError, load_case
 
@@ -66,7 +66,7 @@ def render_test_sh(*, verifier: str = "/opt/usdgrade/verifier", python: str = "/
                    trajectory: str | None = TRAJECTORY) -> str:
     """The shipped test.sh takes the defaults. Tests render copies with their own paths, and
     without the process sweep when they do not run in a PID namespace of their own."""
-    from scoring.sealed import BOOTSTRAP
+    from usd_repair_verifier.scoring.sealed import BOOTSTRAP
 
     if "'" in BOOTSTRAP:
         raise TaskError("the bootstrap cannot be single-quoted in test.sh")

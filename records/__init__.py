@@ -1,5 +1,5 @@
 """Episode records: every trial's model, attempt, task version, submission and graders' reports.
 
-`records.store.open_store(url)` is the Python API (docs/records.md); `usdgrade records
+`usd_repair_verifier.records.store.open_store(url)` is the Python API (docs/records.md); `usdgrade records
 ingest|report|show` the commands.
 """

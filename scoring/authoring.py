@@ -20,8 +20,8 @@ from .progress import labelled
 
 
 def print_targets(reference: Path, kinds: list[str]) -> int:
-    from profiles.inject import InjectionError
-    from profiles.inject_targets import list_targets
+    from usd_repair_verifier.profiles.inject import InjectionError
+    from usd_repair_verifier.profiles.inject_targets import list_targets
 
     try:
         listing = list_targets(reference, kinds or None, progress=labelled("trying targets", "try"))
@@ -40,7 +40,7 @@ def print_targets(reference: Path, kinds: list[str]) -> int:
 
 def parse_faults(specs: list[str]) -> list[tuple[str, str]] | str:
     """(kind, target) pairs from KIND[:TARGET] arguments, or the reason they are wrong."""
-    from profiles.vocabulary import FAULT_KINDS
+    from usd_repair_verifier.profiles.vocabulary import FAULT_KINDS
 
     faults = []
     for spec in specs:
@@ -54,9 +54,9 @@ def parse_faults(specs: list[str]) -> list[tuple[str, str]] | str:
 
 
 def inject_command(args: argparse.Namespace) -> int:
-    from profiles.inject import INJECTORS, InjectionError, inject
-    from profiles.manifest import write_manifest
-    from profiles.vocabulary import FAULT_KINDS
+    from usd_repair_verifier.profiles.inject import INJECTORS, InjectionError, inject
+    from usd_repair_verifier.profiles.manifest import write_manifest
+    from usd_repair_verifier.profiles.vocabulary import FAULT_KINDS
 
     if args.list:
         for name, kind in sorted(FAULT_KINDS.items()):
@@ -90,9 +90,9 @@ def inject_command(args: argparse.Namespace) -> int:
 
 def faults_for_freeze(reference: Path, input_: Path, faults_file: str | None):
     """The faults to freeze, and the lines that say where they came from; None: refuse."""
-    from profiles.freeze import detect_faults
-    from profiles.manifest import collateral, mismatch, read_manifest
-    from profiles.schema import Fault
+    from usd_repair_verifier.profiles.freeze import detect_faults
+    from usd_repair_verifier.profiles.manifest import collateral, mismatch, read_manifest
+    from usd_repair_verifier.profiles.schema import Fault
 
     if faults_file:
         raw = json.loads(Path(faults_file).read_text())
@@ -124,7 +124,7 @@ def faults_for_freeze(reference: Path, input_: Path, faults_file: str | None):
 
 
 def freeze_command(args: argparse.Namespace) -> int:
-    from profiles.freeze import FreezeRefused, freeze
+    from usd_repair_verifier.profiles.freeze import FreezeRefused, freeze
 
     reference, input_ = Path(args.reference), Path(args.input)
     try:

@@ -113,21 +113,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--submission", help="the graded submission (for the pictures)")
     p.set_defaults(run=explain_command)
 
-    from visual.cli import add_parser as add_visual_parser  # the visual grade: separate from the reward
+    from usd_repair_verifier.visual.cli import add_parser as add_visual_parser  # the visual grade: separate from the reward
 
     add_visual_parser(sub)
 
-    from physical.cli import add_parser as add_physical_parser  # the physical grade: separate from the reward
+    from usd_repair_verifier.physical.cli import add_parser as add_physical_parser  # the physical grade: separate from the reward
 
     add_physical_parser(sub)
 
     from .doctor import add_parser as add_doctor_parser  # checks this installation
 
     add_doctor_parser(sub)
-    from records.cli import add_parser as add_records_parser  # episode records and the results report
+    from usd_repair_verifier.records.cli import add_parser as add_records_parser  # episode records and the results report
 
     add_records_parser(sub)
-    from profiles.task import add_parser as add_task_parser  # Harbor task folders from frozen cases
+    from usd_repair_verifier.profiles.task import add_parser as add_task_parser  # Harbor task folders from frozen cases
 
     add_task_parser(sub)
     from .regrade import add_parser as add_regrade_parser  # re-grading stored submissions at scale

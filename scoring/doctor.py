@@ -69,14 +69,14 @@ def check_python_and_usd() -> list[Finding]:
 
 def check_plugin() -> list[Finding]:
     """The plugin and the grading tests it runs, where the installed package put them."""
-    if importlib.util.find_spec("scoring.plugin") is None:
-        return [Finding("FAIL", "plugin", "scoring.plugin does not import")]
+    if importlib.util.find_spec("usd_repair_verifier.scoring.plugin") is None:
+        return [Finding("FAIL", "plugin", "usd_repair_verifier.scoring.plugin does not import")]
     tests = [REPO_ROOT / "checks" / "test_fault_checks.py", REPO_ROOT / "gates" / "test_validity.py"]
     missing = [str(t) for t in tests if not t.is_file()]
     if missing:
         return [Finding("FAIL", "plugin", f"grading tests missing from the install: {', '.join(missing)}")]
     where = "a checkout" if (REPO_ROOT / "pyproject.toml").is_file() else "an installed package"
-    return [Finding("ok", "plugin", f"scoring.plugin and the grading tests in {REPO_ROOT} ({where}); "
+    return [Finding("ok", "plugin", f"usd_repair_verifier.scoring.plugin and the grading tests in {REPO_ROOT} ({where}); "
                                      "usdgrade grade loads the plugin itself, no conftest needed")]
 
 
@@ -120,7 +120,7 @@ def check_fixture_grade(case: Path, submission: Path, expected: float) -> list[F
                                                  "give --case CASE --submission DIR --expect R")]
     with tempfile.TemporaryDirectory(prefix="usdgrade-doctor-") as tmp:
         start = time.perf_counter()
-        run = subprocess.run([sys.executable, "-m", "scoring.cli", "grade", str(submission), "--case", str(case),
+        run = subprocess.run([sys.executable, "-m", "usd_repair_verifier.scoring.cli", "grade", str(submission), "--case", str(case),
                               "--out", str(Path(tmp) / "out")], cwd=tmp, capture_output=True, text=True)
         seconds = time.perf_counter() - start
         reward_file = Path(tmp) / "out" / "reward.json"

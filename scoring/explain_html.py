@@ -17,9 +17,9 @@ import html
 import math
 from pathlib import Path
 
-from profiles.digest import tree_digest
-from stage_snapshot.read import StageOpenError
-from visual.render import RenderError
+from usd_repair_verifier.profiles.digest import tree_digest
+from usd_repair_verifier.stage_snapshot.read import StageOpenError
+from usd_repair_verifier.visual.render import RenderError
 
 from .progress import progress
 from .report import arithmetic, checks_not_run, failing_checks, not_run_by_kind, unmeasured_checks
@@ -104,7 +104,7 @@ def check_section(index: int, check: dict, figures: str) -> str:
 
 def graded_bytes_problem(grade: dict, case: Path, submission: Path) -> str | None:
     """Why the given case and submission are not what was graded (None: they are)."""
-    from profiles.case import CaseError, load_case
+    from usd_repair_verifier.profiles.case import CaseError, load_case
 
     try:
         loaded = load_case(case)
@@ -120,7 +120,7 @@ def graded_bytes_problem(grade: dict, case: Path, submission: Path) -> str | Non
 
 def draw_figures(checks: list[dict], case: Path, submission: Path, out: Path) -> dict[int, str]:
     """{check index: figure HTML}; writes check-<i>-<role>-<view>.png into `out`."""
-    from profiles.case import load_case
+    from usd_repair_verifier.profiles.case import load_case
 
     from .explain_pictures import Pictures
 

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
-from stage_snapshot.correspondence import correspond
-from stage_snapshot.model import StageSnapshot
-from stage_snapshot.read import read_snapshot
-from visual import render
+from usd_repair_verifier.stage_snapshot.correspondence import correspond
+from usd_repair_verifier.stage_snapshot.model import StageSnapshot
+from usd_repair_verifier.stage_snapshot.read import read_snapshot
+from usd_repair_verifier.visual import render
 
 CONTEXT = (0.50, 0.50, 0.52)      # linear grey: everything the check is not about
 PRIMARY = (1.00, 0.18, 0.00)      # the check's target: the component, body or joint's child body

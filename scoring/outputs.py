@@ -5,7 +5,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from profiles import jsonable
+from usd_repair_verifier.profiles import jsonable
 
 REWARD_FILE = "reward.json"
 GRADE_FILE = "grade.json"

@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from gates.names import OBJECTIVE_GATES, PRESERVATION_GATES, VALIDITY_RULES
-from gates.validity import ResourceLimits, timed_validity
-from profiles.case import Case, CaseError, load_case
+from usd_repair_verifier.gates.names import OBJECTIVE_GATES, PRESERVATION_GATES, VALIDITY_RULES
+from usd_repair_verifier.gates.validity import ResourceLimits, timed_validity
+from usd_repair_verifier.profiles.case import Case, CaseError, load_case
 
 from . import outputs, report
 from .reward import INFRASTRUCTURE_EXIT, OUTCOMES, Expected, apply_closed_book, decide, records_from_report
@@ -287,7 +287,7 @@ def _closed_book(state: RunState, decision):
     if state.case is None or not state.case.profile.closed_book:
         state.closed_book = {"required": False}
         return apply_closed_book(decision, None)
-    import closed_book
+    from usd_repair_verifier import closed_book
 
     profile = state.case.profile
     verdict = closed_book.evaluate(closed_book.trajectory_path(state.trajectory), state.case.paths.input,

@@ -16,8 +16,8 @@ from __future__ import annotations
 import pickle
 from collections import OrderedDict
 
-from profiles.case import Case
-from profiles.schema import SCORING_VERSION
+from usd_repair_verifier.profiles.case import Case
+from usd_repair_verifier.profiles.schema import SCORING_VERSION
 
 DEFAULT_MAX_BYTES = 512 << 20
 

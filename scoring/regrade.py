@@ -26,7 +26,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from profiles.schema import SCORING_VERSION
+from usd_repair_verifier.profiles.schema import SCORING_VERSION
 
 from . import VERIFIER_VERSION
 from .regrade_sources import (DEFAULT_SUBMISSION_IN, Stored, find_case, job_submissions, parse_where,
@@ -71,8 +71,8 @@ def _write_text(path: Path, text: str) -> None:
 
 def refreeze(case: Path, cases_out: Path) -> tuple[Path | None, str | None]:
     """(the case to grade with, or None; why not). A current case is returned unchanged."""
-    from profiles.freeze import FreezeRefused, freeze
-    from profiles.schema import ProfileError, load_profile
+    from usd_repair_verifier.profiles.freeze import FreezeRefused, freeze
+    from usd_repair_verifier.profiles.schema import ProfileError, load_profile
 
     try:
         old = load_profile(case / "profile.json")

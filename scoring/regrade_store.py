@@ -1,6 +1,6 @@
 """`usdgrade regrade --db URL`: the episode records store as regrade's source and sink.
 
-Written against the store's documented Python API (`records.store.open_store`, `iter_episodes`,
+Written against the store's documented Python API (`usd_repair_verifier.records.store.open_store`, `iter_episodes`,
 `grades`, `has_grade`, `upsert_grade`). Episodes come from the store; each one's submission is
 found on disk (the store keeps its digest, not its bytes):
 - an `episodes.submission_path` column, when the store has one;
@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from profiles.schema import SCORING_VERSION
+from usd_repair_verifier.profiles.schema import SCORING_VERSION
 
 from . import VERIFIER_VERSION
 from .regrade_sources import DEFAULT_SUBMISSION_IN, Stored
@@ -27,7 +27,7 @@ from .warm import ItemResult
 
 class StoreSink:
     def __init__(self, url: str):
-        from records.store import open_store  # the `records` extra: SQLAlchemy (and psycopg for PostgreSQL)
+        from usd_repair_verifier.records.store import open_store  # the `records` extra: SQLAlchemy (and psycopg for PostgreSQL)
 
         self.store = open_store(url)
 
@@ -71,7 +71,7 @@ def _trajectory(episode, submissions_root: Path | None) -> Path | None:
 
 
 def store_submissions(store, submissions_root: Path | None = None) -> list[Stored]:
-    from profiles.digest import tree_digest
+    from usd_repair_verifier.profiles.digest import tree_digest
 
     stored = []
     for episode in store.iter_episodes():

@@ -5,8 +5,8 @@ import os
 import platform
 import stat
 
-from profiles.digest import tree_digest
-from profiles.schema import SCORING_VERSION
+from usd_repair_verifier.profiles.digest import tree_digest
+from usd_repair_verifier.profiles.schema import SCORING_VERSION
 
 from . import VERIFIER_VERSION
 from .reward import REWARD_CAP, Decision, TestRecord, results_by_kind

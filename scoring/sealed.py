@@ -37,7 +37,7 @@ GRADE_INI = Path(__file__).resolve().with_name("grade.ini")
 
 # Run by `python -I -B -c BOOTSTRAP IMPORT_ROOT ARGS...`: the verifier's folder goes first on
 # sys.path before anything of it is imported (an editable install elsewhere cannot shadow it).
-BOOTSTRAP = "import sys; sys.path.insert(0, sys.argv[1]); from scoring.sealed import main; sys.exit(main(sys.argv[2:]))"
+BOOTSTRAP = "import sys; sys.path.insert(0, sys.argv[1]); from usd_repair_verifier.scoring.sealed import main; sys.exit(main(sys.argv[2:]))"
 
 SCRUBBED_PREFIXES = ("PYTHON", "PYTEST")
 
@@ -68,7 +68,7 @@ def pytest_argv(case: str, submission: str, out: str, *, time_limit: float | Non
     argv = [
         str(VERIFIER_ROOT / "checks"),
         f"--config-file={GRADE_INI}", f"--rootdir={VERIFIER_ROOT}", "--noconftest", "--disable-plugin-autoload",
-        "-p", "scoring.plugin", "-p", "pytest_jsonreport.plugin", "-p", "no:cacheprovider",
+        "-p", "usd_repair_verifier.scoring.plugin", "-p", "pytest_jsonreport.plugin", "-p", "no:cacheprovider",
         f"--case={case}", f"--submission={submission}", f"--out={out}", "-q",
     ]
     if time_limit:

@@ -16,17 +16,17 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from checks.measurement import Comparison, Measurement
-from checks.registry import every_measurement, measure, unmeasured
-from gates import objective, preservation
-from gates.names import STAGE_RULE
-from gates.results import GateResult
-from gates.validity import ResourceLimits, ValidityReport, timed_validity
-from profiles.case import Case, CaseError
-from profiles.schema import CheckSpec
-from stage_snapshot.correspondence import correspond
-from stage_snapshot.model import StageSnapshot
-from stage_snapshot.read import StageOpenError, read_snapshot
+from usd_repair_verifier.checks.measurement import Comparison, Measurement
+from usd_repair_verifier.checks.registry import every_measurement, measure, unmeasured
+from usd_repair_verifier.gates import objective, preservation
+from usd_repair_verifier.gates.names import STAGE_RULE
+from usd_repair_verifier.gates.results import GateResult
+from usd_repair_verifier.gates.validity import ResourceLimits, ValidityReport, timed_validity
+from usd_repair_verifier.profiles.case import Case, CaseError
+from usd_repair_verifier.profiles.schema import CheckSpec
+from usd_repair_verifier.stage_snapshot.correspondence import correspond
+from usd_repair_verifier.stage_snapshot.model import StageSnapshot
+from usd_repair_verifier.stage_snapshot.read import StageOpenError, read_snapshot
 
 from .reference_cache import ReferenceCache
 from .work_share import LocalWork, SharedWork, VerifierFault

@@ -26,8 +26,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from profiles.case import CaseError, load_case
-from profiles.schema import SCORING_VERSION
+from usd_repair_verifier.profiles.case import CaseError, load_case
+from usd_repair_verifier.profiles.schema import SCORING_VERSION
 
 from . import VERIFIER_VERSION, outputs, report
 from .reference_cache import ReferenceCache
@@ -112,7 +112,7 @@ class WarmGrader:
         self.log_path = log_path
         self.host = os.uname().nodename
         import pytest  # noqa: F401
-        from gates import validity
+        from usd_repair_verifier.gates import validity
 
         from . import plugin, session  # noqa: F401  the imports every item would otherwise pay
 
@@ -125,7 +125,7 @@ class WarmGrader:
         gc.freeze()
 
     def close(self) -> None:
-        from gates import validity
+        from usd_repair_verifier.gates import validity
 
         validity.stop_fork_server()
 
@@ -213,7 +213,7 @@ def infrastructure_result(item: Item, reason: str, elapsed: float) -> ItemResult
         grade = {"status": decision.status.value, "authored_usd": decision.authored_usd,
                  "infrastructure_error": f"{reason}; report failed: {type(error).__name__}: {error}",
                  **versions()}
-    from profiles import jsonable
+    from usd_repair_verifier.profiles import jsonable
 
     return ItemResult(item.key, INFRASTRUCTURE_EXIT, jsonable.dumps(grade),
                       jsonable.dumps({"authored_usd": decision.authored_usd}), round(elapsed, 6),

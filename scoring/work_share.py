@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from profiles.case import CaseError
+from usd_repair_verifier.profiles.case import CaseError
 
 WORKER_INPUT_KEY = "usdgrade_shared_work"
 POLL_S = 0.01

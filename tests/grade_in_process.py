@@ -3,19 +3,19 @@
 The operator's command runs each check and gate as a pytest test and `decide()` reads
 their records; this builds the same records straight from a GradingSession, so tests
 that grade hundreds of submissions need no child process per grade. Tests that check
-the command itself still use scoring.run.run_grade.
+the command itself still use usd_repair_verifier.scoring.run.run_grade.
 """
 from __future__ import annotations
 
 from concurrent.futures import Future
 from pathlib import Path
 
-from gates.names import OBJECTIVE_GATES, PRESERVATION_GATES, VALIDITY_RULES
-from profiles.case import Case, load_case
-from profiles.jsonable import jsonable
-from scoring.reward import Decision, Expected, TestRecord, decide
-from scoring.session import GradingSession
-from scoring.work_share import LocalWork
+from usd_repair_verifier.gates.names import OBJECTIVE_GATES, PRESERVATION_GATES, VALIDITY_RULES
+from usd_repair_verifier.profiles.case import Case, load_case
+from usd_repair_verifier.profiles.jsonable import jsonable
+from usd_repair_verifier.scoring.reward import Decision, Expected, TestRecord, decide
+from usd_repair_verifier.scoring.session import GradingSession
+from usd_repair_verifier.scoring.work_share import LocalWork
 
 _REFERENCES: dict[str, tuple] = {}   # case folder -> (reference snapshot, seconds): read once per process
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 def faulty_worker(conn, log_path):
     os.setpgrp()
-    from scoring.warm import Item, WarmGrader
+    from usd_repair_verifier.scoring.warm import Item, WarmGrader
 
     grader = WarmGrader(log_path=log_path)
     conn.send(("ready", os.getpid()))

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from fixtures.build_cases import CASE_TABLE, SEED
-from profiles.inject import inject
-from profiles.schema import load_profile
-from scoring.run import run_grade
+from usd_repair_verifier.profiles.inject import inject
+from usd_repair_verifier.profiles.schema import load_profile
+from usd_repair_verifier.scoring.run import run_grade
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = ROOT / "fixtures" / "cases"

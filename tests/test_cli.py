@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from profiles.schema import load_profile
+from usd_repair_verifier.profiles.schema import load_profile
 
 ROOT = Path(__file__).resolve().parent.parent
 CASE = ROOT / "fixtures" / "cases" / "ant_two_joint_faults"
@@ -16,7 +16,7 @@ CABINET = ROOT / "fixtures" / "assets" / "cabinet_cm"
 
 
 def usdgrade(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "scoring.cli", *args], cwd=ROOT, capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "usd_repair_verifier.scoring.cli", *args], cwd=ROOT, capture_output=True, text=True)
 
 
 def test_grade_writes_what_pytest_checks_writes(tmp_path):

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-import closed_book
-from closed_book import rule, trajectory
-from closed_book.allowed import allowed_urls, package_urls
+from usd_repair_verifier import closed_book
+from usd_repair_verifier.closed_book import rule, trajectory
+from usd_repair_verifier.closed_book.allowed import allowed_urls, package_urls
 
 ROOT = Path(__file__).resolve().parent.parent
 TRAJECTORIES = ROOT / "fixtures" / "trajectories"
@@ -266,8 +266,8 @@ def test_the_verdict_is_the_same_for_the_same_bytes():
 
 # The reward rule and the profile field -------------------------------------------
 
-from profiles.schema import ProfileError, profile_from_json  # noqa: E402
-from scoring.reward import OUTCOMES, Decision, Status, apply_closed_book  # noqa: E402
+from usd_repair_verifier.profiles.schema import ProfileError, profile_from_json  # noqa: E402
+from usd_repair_verifier.scoring.reward import OUTCOMES, Decision, Status, apply_closed_book  # noqa: E402
 
 
 @pytest.mark.parametrize("measured", [Status.GRADED, Status.INVALID, Status.PRESERVATION_FAILED])
@@ -338,7 +338,7 @@ def test_a_long_scheme_prefix_does_not_hide_a_url():
 def test_the_harbor_task_lines_in_the_docs_are_the_ones_the_code_gives():
     import tomllib
 
-    from closed_book import harbor
+    from usd_repair_verifier.closed_book import harbor
 
     docs = (ROOT / "docs" / "closed-book.md").read_text()
     assert harbor.collect_block() in docs and harbor.GRADE_ARGUMENT in docs

@@ -1,4 +1,4 @@
-"""Tests for stage_snapshot.colliders: solids, approximations, coverage, free space."""
+"""Tests for usd_repair_verifier.stage_snapshot.colliders: solids, approximations, coverage, free space."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from pxr import Gf, Usd, UsdGeom, UsdPhysics
 
-from stage_snapshot.colliders import (
+from usd_repair_verifier.stage_snapshot.colliders import (
     collider_solid,
     coverage,
     empty_space_samples,
@@ -20,7 +20,7 @@ from stage_snapshot.colliders import (
     mesh_solid,
     union_solid,
 )
-from stage_snapshot.geometry import prim_triangles, sample_surface
+from usd_repair_verifier.stage_snapshot.geometry import prim_triangles, sample_surface
 
 IDENTITY = Gf.Matrix4d(1.0)
 

@@ -1,4 +1,4 @@
-"""Body and joint correspondence (stage_snapshot.correspondence.correspond) on real snapshots.
+"""Body and joint correspondence (usd_repair_verifier.stage_snapshot.correspondence.correspond) on real snapshots.
 
 Reference snapshots come from the committed packages in fixtures/assets/; every
 candidate is a real package built in tmp_path (flattened, renamed, re-parented,
@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
 
-from profiles.inject import inject, root_layer_of
-from stage_snapshot.correspondence import correspond
-from stage_snapshot.read import read_snapshot
+from usd_repair_verifier.profiles.inject import inject, root_layer_of
+from usd_repair_verifier.stage_snapshot.correspondence import correspond
+from usd_repair_verifier.stage_snapshot.read import read_snapshot
 from tests import variants
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -423,7 +423,7 @@ def _solver_assign(cost, bound):
 
 def test_the_obvious_matching_shortcut_agrees_with_the_solver():
     """Near-identity costs (a repair) take the shortcut; crowded ones fall back to the solver."""
-    from stage_snapshot.correspondence import _assign, _unique_best
+    from usd_repair_verifier.stage_snapshot.correspondence import _assign, _unique_best
 
     rng = np.random.Generator(np.random.PCG64(7))
     shortcut_taken = 0

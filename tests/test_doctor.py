@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from scoring import doctor
+from usd_repair_verifier.scoring import doctor
 
 ROOT = Path(__file__).resolve().parent.parent
 CASE = ROOT / "fixtures" / "cases" / "ant_two_joint_faults"
@@ -19,7 +19,7 @@ INSTALLED_PACKAGES = ("checks", "closed_book", "gates", "physical", "profiles", 
 
 def doctor_run(*args: str, pythonpath: Path = ROOT, cwd: Path = ROOT, env: dict | None = None):
     full = {**os.environ, "PYTHONPATH": str(pythonpath), **(env or {})}
-    return subprocess.run([sys.executable, "-m", "scoring.cli", "doctor", *args], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "usd_repair_verifier.scoring.cli", "doctor", *args], cwd=cwd,
                           capture_output=True, text=True, env=full)
 
 

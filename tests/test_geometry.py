@@ -1,4 +1,4 @@
-"""Tests for stage_snapshot.geometry: tessellation, sampling, surface agreement,
+"""Tests for usd_repair_verifier.stage_snapshot.geometry: tessellation, sampling, surface agreement,
 placement vs shape."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from pxr import Gf, Usd, UsdGeom
 
-from stage_snapshot.geometry import (
+from usd_repair_verifier.stage_snapshot.geometry import (
     TriangleSoup,
     concatenate_soups,
     prim_triangles,

@@ -13,8 +13,8 @@ import pytest
 from pxr import Usd
 
 from fixtures.build_cases import CASE_TABLE, SEED
-from profiles.inject import inject
-from scoring.run import run_grade
+from usd_repair_verifier.profiles.inject import inject
+from usd_repair_verifier.scoring.run import run_grade
 from tests import variants
 
 ROOT = Path(__file__).resolve().parent.parent

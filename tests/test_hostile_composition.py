@@ -195,7 +195,7 @@ def test_modest_composition_stays_gradable(tmp_path, outcome_table):
 # --- the budgets themselves ------------------------------------------------------------
 
 def test_budgets_are_sized_from_the_reference_and_bounded_absolutely():
-    from gates import composed_budget
+    from usd_repair_verifier.gates import composed_budget
 
     absolute = {"prims": 2_000, "instances": 50, "points": 10**6, "triangles": 10**6}
     reference = {"prims": 55, "instances": 1, "points": 0, "triangles": 300_000}
@@ -206,7 +206,7 @@ def test_budgets_are_sized_from_the_reference_and_bounded_absolutely():
 
 def test_a_profile_may_lower_the_absolute_composed_limits(tmp_path):
     """max_composed_prims below 10 x + 1000: a 2^6 tree the default budget allows is refused, with the counts."""
-    from gates.validity import ResourceLimits, check_submission
+    from usd_repair_verifier.gates.validity import ResourceLimits, check_submission
 
     submission = copy_of(ANT, "reference", tmp_path)
     add_to_root_text(submission, reference_tree(6, prefix="Small"))
@@ -222,7 +222,7 @@ def test_a_profile_may_lower_the_absolute_composed_limits(tmp_path):
 
 def test_reference_cycles_compose_and_count(tmp_path):
     """A prim referencing itself or its ancestor is a composition error, not a bomb: counted, still valid."""
-    from gates.validity import ResourceLimits, check_submission
+    from usd_repair_verifier.gates.validity import ResourceLimits, check_submission
 
     submission = copy_of(ANT, "reference", tmp_path)
     add_to_root_text(submission, 'def Xform "A" (references = </A>)\n{\n}\n'

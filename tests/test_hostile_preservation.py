@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics, Vt
 
-from profiles.inject import root_layer_of
-from scoring.reward import Status
+from usd_repair_verifier.profiles.inject import root_layer_of
+from usd_repair_verifier.scoring.reward import Status
 from tests import variants
 from tests.grade_in_process import grade
 
@@ -190,7 +190,7 @@ def test_simulator_attributes_survive_equivalent_layouts(tmp_path):
 # --- appearance without a bound material ---------------------------------------------
 
 def _unbound_visible_part(stage) -> Usd.Prim:
-    from stage_snapshot import materials
+    from usd_repair_verifier.stage_snapshot import materials
     for prim in stage.Traverse():
         if prim.IsA(UsdGeom.Gprim) and materials.visual_material(prim) is None \
                 and UsdGeom.Imageable(prim).ComputeVisibility() != UsdGeom.Tokens.invisible \
@@ -226,7 +226,7 @@ def test_indexed_display_colour_of_the_same_colour_keeps_the_grade(tmp_path):
 
 
 def test_freeze_finds_a_recoloured_part_as_a_material_fault(tmp_path):
-    from profiles.freeze import detect_faults
+    from usd_repair_verifier.profiles.freeze import detect_faults
 
     reference = CASES / ANT / "reference"
     broken = variants.copy_package(reference, tmp_path / "broken")
@@ -365,7 +365,7 @@ def _recolour_a_visible_part(stage):
     """Magenta: the bound material's diffuse colour when one is bound, else the display colour."""
     from pxr import UsdShade
 
-    from stage_snapshot import materials
+    from usd_repair_verifier.stage_snapshot import materials
     part = _first_prim(stage, lambda p: p.IsA(UsdGeom.Gprim) and not p.IsA(UsdGeom.Plane)
                        and UsdGeom.Imageable(p).ComputePurpose() == UsdGeom.Tokens.default_
                        and UsdGeom.Imageable(p).ComputeVisibility() != UsdGeom.Tokens.invisible)
@@ -458,7 +458,7 @@ def _case_with_engine_attributes(tmp_path: Path, namespaces: list[str] | None) -
     import json
     import shutil
 
-    from profiles.digest import tree_digest
+    from usd_repair_verifier.profiles.digest import tree_digest
 
     case = tmp_path / "case"
     shutil.copytree(CASES / HOPPER, case)

@@ -2,7 +2,7 @@
 
 Every submission here is built in tmp_path from a copy of a committed case's
 reference/ (an otherwise perfect repair: only the attack can lower its 1.0) or
-input/ (scores 0), then graded with `scoring.run.run_grade`, i.e. `pytest checks
+input/ (scores 0), then graded with `usd_repair_verifier.scoring.run.run_grade`, i.e. `pytest checks
 --case ... --submission ... --out ...` in a child process. For each:
 - the child exits 0 and the status is never `infrastructure_error` (a hostile
   input is the agent's problem, not the verifier's), and no verifier traceback
@@ -34,7 +34,7 @@ from typing import Callable
 import pytest
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
 
-from scoring.run import RunResult, run_grade
+from usd_repair_verifier.scoring.run import RunResult, run_grade
 from tests import variants
 
 ROOT = Path(__file__).resolve().parent.parent

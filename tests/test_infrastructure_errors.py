@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from profiles.digest import tree_digest
-from scoring.run import run_grade
+from usd_repair_verifier.profiles.digest import tree_digest
+from usd_repair_verifier.scoring.run import run_grade
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = ROOT / "fixtures" / "cases"

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from checks.measurement import Comparison
-from checks.registry import measure
-from profiles.inject import INJECTORS, inject, root_layer_of
-from profiles.vocabulary import DEFAULT_SAMPLING, DEFAULT_TOLERANCES, FAULT_KINDS
-from stage_snapshot.correspondence import correspond
-from stage_snapshot.read import read_snapshot
+from usd_repair_verifier.checks.measurement import Comparison
+from usd_repair_verifier.checks.registry import measure
+from usd_repair_verifier.profiles.inject import INJECTORS, inject, root_layer_of
+from usd_repair_verifier.profiles.vocabulary import DEFAULT_SAMPLING, DEFAULT_TOLERANCES, FAULT_KINDS
+from usd_repair_verifier.stage_snapshot.correspondence import correspond
+from usd_repair_verifier.stage_snapshot.read import read_snapshot
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = ROOT / "fixtures" / "cases"

@@ -1,4 +1,4 @@
-"""Joint and articulation checks (checks.registry.measure) on real snapshots.
+"""Joint and articulation checks (usd_repair_verifier.checks.registry.measure) on real snapshots.
 
 Every comparison starts from a committed package in fixtures/assets/. Candidates
 are either the reference snapshot with one Joint/StageSnapshot field replaced
@@ -14,15 +14,15 @@ from pathlib import Path
 import pytest
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
 
-from checks import joints
-from checks.measurement import Comparison
-from checks.registry import measure
-from profiles.inject import inject, root_layer_of
-from profiles.vocabulary import DEFAULT_TOLERANCES
-from stage_snapshot import spatial
-from stage_snapshot.correspondence import correspond
-from stage_snapshot.model import Limit, Pose
-from stage_snapshot.read import read_snapshot
+from usd_repair_verifier.checks import joints
+from usd_repair_verifier.checks.measurement import Comparison
+from usd_repair_verifier.checks.registry import measure
+from usd_repair_verifier.profiles.inject import inject, root_layer_of
+from usd_repair_verifier.profiles.vocabulary import DEFAULT_TOLERANCES
+from usd_repair_verifier.stage_snapshot import spatial
+from usd_repair_verifier.stage_snapshot.correspondence import correspond
+from usd_repair_verifier.stage_snapshot.model import Limit, Pose
+from usd_repair_verifier.stage_snapshot.read import read_snapshot
 from tests import variants
 
 ROOT = Path(__file__).resolve().parent.parent

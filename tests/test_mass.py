@@ -1,4 +1,4 @@
-"""Mass properties as the UsdPhysics rules yield them (stage_snapshot.mass)."""
+"""Mass properties as the UsdPhysics rules yield them (usd_repair_verifier.stage_snapshot.mass)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import trimesh
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics, UsdShade
 from scipy.spatial.transform import Rotation
 
-from stage_snapshot import mass as mass_mod
-from stage_snapshot.mass import MassProperties, body_mass_properties, stage_mass_properties
+from usd_repair_verifier.stage_snapshot import mass as mass_mod
+from usd_repair_verifier.stage_snapshot.mass import MassProperties, body_mass_properties, stage_mass_properties
 
 # ---------------------------------------------------------------- helpers
 

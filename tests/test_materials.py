@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics, UsdShade, UsdUtils
 
-from stage_snapshot import materials as M
-from stage_snapshot.materials import (
+from usd_repair_verifier.stage_snapshot import materials as M
+from usd_repair_verifier.stage_snapshot.materials import (
     PREVIEW_SURFACE_DEFAULTS,
     PhysicsMaterial,
     VisualMaterial,
@@ -650,7 +650,7 @@ def _graded_display_colour(interpolation_ref: str, interpolation_cand: str, indi
     from pxr import Usd, UsdGeom, Vt
 
     from tests.test_typed_read import MESH, SAMPLING, grade_in_memory, healthy_layer
-    from stage_snapshot.read import snapshot
+    from usd_repair_verifier.stage_snapshot.read import snapshot
 
     colours = Vt.Vec3fArray([(1, 0, 0), (0, 1, 0), (0, 0, 1), (1, 1, 0)])
 

@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from checks.measurement import MAX_LOG_RATIO, Component, Unmeasured, component_progress, grade, log_ratio
+from usd_repair_verifier.checks.measurement import MAX_LOG_RATIO, Component, Unmeasured, component_progress, grade, log_ratio
 
 
 def test_component_progress_is_one_within_tolerance_and_zero_at_input_error():

@@ -6,12 +6,12 @@ from pathlib import Path
 import pytest
 from pxr import Gf, Usd, UsdGeom, UsdPhysics
 
-from checks.measurement import Comparison, grade
-from checks.registry import FAMILIES, measure
-from profiles.inject import inject, root_layer_of
-from profiles.vocabulary import DEFAULT_SAMPLING, DEFAULT_TOLERANCES
-from stage_snapshot.correspondence import correspond
-from stage_snapshot.read import read_snapshot
+from usd_repair_verifier.checks.measurement import Comparison, grade
+from usd_repair_verifier.checks.registry import FAMILIES, measure
+from usd_repair_verifier.profiles.inject import inject, root_layer_of
+from usd_repair_verifier.profiles.vocabulary import DEFAULT_SAMPLING, DEFAULT_TOLERANCES
+from usd_repair_verifier.stage_snapshot.correspondence import correspond
+from usd_repair_verifier.stage_snapshot.read import read_snapshot
 from tests import variants
 
 ASSETS = Path(__file__).resolve().parent.parent / "fixtures" / "assets"

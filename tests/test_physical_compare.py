@@ -5,9 +5,9 @@ import math
 
 import numpy as np
 
-from physical import compare
-from physical.results import PROPERTIES, TESTS, PropertyResult, nulls
-from physical.settings import THRESHOLDS, Thresholds
+from usd_repair_verifier.physical import compare
+from usd_repair_verifier.physical.results import PROPERTIES, TESTS, PropertyResult, nulls
+from usd_repair_verifier.physical.settings import THRESHOLDS, Thresholds
 
 
 def cook(bodies=2, dofs=1, masses=(1.0, 2.0), colliding=("/a", "/b"), authored=("/a/c", "/b/c"), built=None):

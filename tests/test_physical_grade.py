@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from physical import cli as physical_cli
-from physical.calibrate import split_door_panel
-from physical.grade import PHYSICAL_FILE, run_physical
-from physical.results import PROPERTIES, TESTS
-from physical.settings import ENGINE_MODULES, pinned_versions
-from profiles.inject import root_layer_of
+from usd_repair_verifier.physical import cli as physical_cli
+from usd_repair_verifier.physical.calibrate import split_door_panel
+from usd_repair_verifier.physical.grade import PHYSICAL_FILE, run_physical
+from usd_repair_verifier.physical.results import PROPERTIES, TESTS
+from usd_repair_verifier.physical.settings import ENGINE_MODULES, pinned_versions
+from usd_repair_verifier.profiles.inject import root_layer_of
 from tests import variants
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -196,7 +196,7 @@ def test_reference_itself_unloadable_gives_nulls_with_the_reason(tmp_path):
     """A case whose reference the engine refuses: nothing is measured, every property says why."""
     import shutil
 
-    from profiles.digest import tree_digest
+    from usd_repair_verifier.profiles.digest import tree_digest
 
     case = tmp_path / "case"
     shutil.copytree(CASES / "gen_ant_2", case)
@@ -223,7 +223,7 @@ def test_engine_absent_gives_every_property_null_with_the_reason(tmp_path):
 
 def test_another_engine_version_is_refused(tmp_path, monkeypatch):
     """The thresholds hold for the pinned versions only: a runtime whose newton differs is not run."""
-    from physical import grade as physical_grade
+    from usd_repair_verifier.physical import grade as physical_grade
 
     pins = {**pinned_versions(), "newton": "0.0.1"}
     monkeypatch.setattr(physical_grade, "pinned_versions", lambda: pins)
@@ -244,7 +244,7 @@ def test_invalid_submission_is_not_run(tmp_path):
 
 
 def test_cli_writes_physical_json_and_never_a_reward(tmp_path, capsys):
-    from scoring.cli import main
+    from usd_repair_verifier.scoring.cli import main
 
     out = tmp_path / "out"
     code = main(["physical", "--case", str(ANT), "--submission", str(ANT / "reference"), "--out", str(out),

@@ -3,7 +3,7 @@ physical/settings.py. Nothing here installs anything: installing is the README's
 import tomllib
 from pathlib import Path
 
-from physical.settings import ENGINE_REQUIREMENTS
+from usd_repair_verifier.physical.settings import ENGINE_REQUIREMENTS
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -29,7 +29,7 @@ def test_the_authored_usd_grade_never_registers_the_engine_schemas():
     import subprocess
     import sys
 
-    code = ("import sys, scoring.plugin, scoring.session, gates.validity, profiles.freeze; "
+    code = ("import sys, usd_repair_verifier.scoring.plugin, usd_repair_verifier.scoring.session, usd_repair_verifier.gates.validity, usd_repair_verifier.profiles.freeze; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('newton', 'newton_usd_schemas', 'warp', 'mujoco')))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
@@ -43,7 +43,7 @@ def test_no_test_installs_packages():
         text = path.read_text(encoding="utf-8")
         if path.name == "test_physical_pins.py":
             continue
-        for needle in ("physical.provision", "ensure_engine", '"pip", "install"', "'pip', 'install'"):
+        for needle in ("usd_repair_verifier.physical.provision", "ensure_engine", '"pip", "install"', "'pip', 'install'"):
             if needle in text:
                 offenders.append(f"{path.name}: {needle}")
     assert not offenders, offenders

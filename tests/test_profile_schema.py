@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from profiles.schema import ProfileError, load_profile, profile_from_json
+from usd_repair_verifier.profiles.schema import ProfileError, load_profile, profile_from_json
 
 GOOD = {
     "schema": "usd-repair-case-profile",
@@ -107,8 +107,8 @@ def test_unreadable_and_non_json_profiles(tmp_path):
 def test_the_vocabulary_names_exactly_the_registered_measures():
     """profiles/vocabulary.py MEASURES validates profiles without importing the checks: it must
     list what checks/registry.py runs, no more, no less, in the same order."""
-    from checks.registry import FAMILIES
-    from profiles.vocabulary import MEASURES
+    from usd_repair_verifier.checks.registry import FAMILIES
+    from usd_repair_verifier.profiles.vocabulary import MEASURES
 
     assert MEASURES == {family: tuple(module.MEASURES) for family, module in FAMILIES.items()}
 
@@ -118,8 +118,8 @@ def test_reading_a_case_imports_no_measuring_code():
     import subprocess
     import sys
 
-    code = ("import sys; from profiles.case import load_case; load_case(sys.argv[1]); "
-            "import scoring.plugin; "
+    code = ("import sys; from usd_repair_verifier.profiles.case import load_case; load_case(sys.argv[1]); "
+            "import usd_repair_verifier.scoring.plugin; "
             "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('pxr', 'scipy') or m.split('.')[:2] in "
             "(['usd_repair_verifier', 'checks'], ['usd_repair_verifier', 'stage_snapshot'])); "
             "print(heavy)")
@@ -131,8 +131,8 @@ def test_reading_a_case_imports_no_measuring_code():
 
 
 def test_freeze_writes_the_namespaces_it_is_given_and_refuses_a_bad_one():
-    from profiles.freeze import FreezeRefused, build_profile
-    from profiles.schema import Fault
+    from usd_repair_verifier.profiles.freeze import FreezeRefused, build_profile
+    from usd_repair_verifier.profiles.schema import Fault
 
     case = CASES / "hopper_body_and_com"
     faults = list(load_profile(case / "profile.json").faults)
@@ -146,7 +146,7 @@ def test_freeze_writes_the_namespaces_it_is_given_and_refuses_a_bad_one():
 
 
 def test_the_freeze_command_refuses_a_bad_namespace_and_writes_nothing(tmp_path, capsys):
-    from scoring.cli import main
+    from usd_repair_verifier.scoring.cli import main
 
     case = CASES / "hopper_body_and_com"
     faults = tmp_path / "faults.json"

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from scoring.reward import Expected, Status, TestRecord, decide
-from scoring.report import explain_lines, summary_lines
+from usd_repair_verifier.scoring.reward import Expected, Status, TestRecord, decide
+from usd_repair_verifier.scoring.report import explain_lines, summary_lines
 
 ROOT = Path(__file__).resolve().parent.parent
 CASE = ROOT / "fixtures" / "cases" / "ant_two_joint_faults"
@@ -171,6 +171,6 @@ def test_explain_of_a_malformed_grade_gives_a_reason_not_a_traceback(content, ht
     path = tmp_path / "grade.json"
     path.write_text(content)
     args = ["explain", str(path)] + (["--html", "--out", str(tmp_path / "page")] if html else [])
-    r = subprocess.run([sys.executable, "-m", "scoring.cli", *args], cwd=ROOT, capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-m", "usd_repair_verifier.scoring.cli", *args], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 2, r.stdout + r.stderr
     assert r.stderr.startswith("cannot ") and "Traceback" not in r.stderr

@@ -15,13 +15,13 @@ import pytest
 
 sa = pytest.importorskip("sqlalchemy", reason="the records extra (SQLAlchemy) is not installed")
 
-from records import schema  # noqa: E402
-from records.ingest import ingest  # noqa: E402
-from records.report import write_report  # noqa: E402
-from records.results import leaderboard, load_views, version_key  # noqa: E402
-from records.stats import bootstrap_mean_ci, mean_pass_at_k, pass_at_k  # noqa: E402
-from records.store import StoreError, open_store, start_key  # noqa: E402
-from profiles.schema import SCORING_VERSION  # noqa: E402
+from usd_repair_verifier.records import schema  # noqa: E402
+from usd_repair_verifier.records.ingest import ingest  # noqa: E402
+from usd_repair_verifier.records.report import write_report  # noqa: E402
+from usd_repair_verifier.records.results import leaderboard, load_views, version_key  # noqa: E402
+from usd_repair_verifier.records.stats import bootstrap_mean_ci, mean_pass_at_k, pass_at_k  # noqa: E402
+from usd_repair_verifier.records.store import StoreError, open_store, start_key  # noqa: E402
+from usd_repair_verifier.profiles.schema import SCORING_VERSION  # noqa: E402
 from tests.postgres_server import PostgresServer  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -356,7 +356,7 @@ def test_broken_folders_are_skipped_with_reasons(store, tmp_path):
 
 
 def test_oversized_record_is_skipped(store, tmp_path, monkeypatch):
-    from records import harbor
+    from usd_repair_verifier.records import harbor
 
     job = tmp_path / "job"
     shutil.copytree(JOB, job)
@@ -368,7 +368,7 @@ def test_oversized_record_is_skipped(store, tmp_path, monkeypatch):
 # -- the command ---------------------------------------------------------------------------------------
 
 def test_usdgrade_records_commands(tmp_path, capsys):
-    from scoring.cli import main
+    from usd_repair_verifier.scoring.cli import main
 
     db = tmp_path / "r.sqlite"
     assert main(["records", "ingest", str(JOB), str(PLAIN), "--db", str(db)]) == 0

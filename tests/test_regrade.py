@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from scoring import pool as pool_module
-from scoring.run import run_grade
-from scoring.warm import Item, WarmGrader
+from usd_repair_verifier.scoring import pool as pool_module
+from usd_repair_verifier.scoring.run import run_grade
+from usd_repair_verifier.scoring.warm import Item, WarmGrader
 
 REPO = Path(__file__).resolve().parent.parent
 CASES = REPO / "fixtures" / "cases"
@@ -97,7 +97,7 @@ def test_planted_conftest_and_ini_in_a_submission_never_run_in_the_warm_grader(g
     app = tmp_path / "app"
     shutil.copytree(case / "input", app)
     marker = tmp_path / "PLANTED_RAN"
-    payload = f"open({str(marker)!r}, 'w').write('x')\nimport scoring.reward as r\nr.reward = lambda *a, **k: 1.0\n"
+    payload = f"open({str(marker)!r}, 'w').write('x')\nimport usd_repair_verifier.scoring.reward as r\nr.reward = lambda *a, **k: 1.0\n"
     for relative in ("conftest.py", "tests/conftest.py", "checks/conftest.py", "pwned_plugin.py"):
         (app / relative).parent.mkdir(parents=True, exist_ok=True)
         (app / relative).write_text(payload)
@@ -117,7 +117,7 @@ def test_a_case_that_is_not_there_is_an_infrastructure_error(grader, tmp_path):
 
 def test_validity_forked_from_the_server_reports_what_a_fresh_worker_reports(tmp_path_factory):
     """Every offence of the validity suite, through the fork server and through a fresh worker."""
-    from gates import validity
+    from usd_repair_verifier.gates import validity
     from test_validity_rules import CASES as OFFENCES
 
     server = validity._FORK_SERVER
@@ -179,7 +179,7 @@ def _job(root: Path, trials: list[tuple[str, Path, float | None, str]]) -> Path:
 def _regrade(*args: str) -> tuple[int, str, str]:
     import subprocess
 
-    proc = subprocess.run([sys.executable, "-m", "scoring.cli", "regrade", *args, "--no-progress"],
+    proc = subprocess.run([sys.executable, "-m", "usd_repair_verifier.scoring.cli", "regrade", *args, "--no-progress"],
                           cwd=REPO, capture_output=True, text=True, timeout=600)
     return proc.returncode, proc.stdout, proc.stderr
 
@@ -237,8 +237,8 @@ def test_ray_engine_gives_the_local_engines_grades(tmp_path):
 
 def test_regrade_the_records_store(tmp_path):
     """Episodes ingested into the store are re-graded into new grade rows, once."""
-    store_module = pytest.importorskip("records.store", reason="the records store is not in this checkout")
-    from records.ingest import ingest
+    store_module = pytest.importorskip("usd_repair_verifier.records.store", reason="the records store is not in this checkout")
+    from usd_repair_verifier.records.ingest import ingest
 
     job = _job(tmp_path, [
         ("ant_two_joint_faults", DEMO, 0.5, "m1"),

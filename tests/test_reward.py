@@ -1,7 +1,7 @@
 """The outcome rules of the README's "The command" and "Reward" sections, on synthetic test records."""
 import pytest
 
-from scoring.reward import Expected, Status, TestRecord, decide
+from usd_repair_verifier.scoring.reward import Expected, Status, TestRecord, decide
 
 EXPECTED = Expected({
     "check": ("f1-a", "f2-b"),

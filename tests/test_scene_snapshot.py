@@ -6,7 +6,7 @@ import math
 import pytest
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
 
-from stage_snapshot import scene
+from usd_repair_verifier.stage_snapshot import scene
 
 
 def _stage(up: str = "Z", mpu: float = 1.0) -> Usd.Stage:

@@ -9,11 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from scoring.sealed import GRADE_INI, command, pytest_argv, scrubbed_environment
+from usd_repair_verifier.scoring.sealed import GRADE_INI, command, pytest_argv, scrubbed_environment
 
 ROOT = Path(__file__).resolve().parent.parent
 CASE = ROOT / "fixtures" / "cases" / "ant_two_joint_faults"
-MARK = "open({path!r}, 'w').write('imported')\nimport scoring.reward as r\nr.reward = lambda *a, **k: 1.0\n"
+MARK = "open({path!r}, 'w').write('imported')\nimport usd_repair_verifier.scoring.reward as r\nr.reward = lambda *a, **k: 1.0\n"
 
 
 def test_the_session_reads_only_the_verifiers_own_settings():
@@ -21,7 +21,7 @@ def test_the_session_reads_only_the_verifiers_own_settings():
     for flag in ("--noconftest", "--disable-plugin-autoload", f"--config-file={GRADE_INI}", f"--rootdir={ROOT}",
                  "--case=/c", "--submission=/s", "--out=/o"):
         assert flag in argv, flag
-    assert argv[argv.index("-p") + 1] == "scoring.plugin"
+    assert argv[argv.index("-p") + 1] == "usd_repair_verifier.scoring.plugin"
     # No value is a separate word that pytest's early parse could take for a test path.
     assert "/s" not in argv and "/o" not in argv and "/c" not in argv
     assert command("py", "/c", "/s", "/o")[:3] == ["py", "-I", "-B"]
@@ -46,7 +46,7 @@ def test_planted_conftest_ini_and_environment_do_not_enter_usdgrade_grade(tmp_pa
     # (PYTHONPATH is the operator's own: it steers the usdgrade process itself, not the grade.)
     env = dict(os.environ, PYTEST_ADDOPTS="-p pwned_plugin", PYTEST_PLUGINS="pwned_plugin", PYTHONPATH=str(ROOT))
     out = tmp_path / "out"
-    r = subprocess.run([sys.executable, "-m", "scoring.cli", "grade", str(app), "--case", str(CASE), "--out", str(out)],
+    r = subprocess.run([sys.executable, "-m", "usd_repair_verifier.scoring.cli", "grade", str(app), "--case", str(CASE), "--out", str(out)],
                        cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     assert json.loads((out / "reward.json").read_text()) == {"authored_usd": 0.0}
@@ -55,7 +55,7 @@ def test_planted_conftest_ini_and_environment_do_not_enter_usdgrade_grade(tmp_pa
 
 
 def test_the_checkout_conftest_and_an_explicit_plugin_register_it_once():
-    r = subprocess.run([sys.executable, "-m", "pytest", "-p", "scoring.plugin", "--co", "-q", "tests/test_reward.py"],
+    r = subprocess.run([sys.executable, "-m", "pytest", "-p", "usd_repair_verifier.scoring.plugin", "--co", "-q", "tests/test_reward.py"],
                        cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
 

@@ -28,7 +28,7 @@ import pytest
 from harbor_task_support import CASE, CLEAN_TRAJECTORY, TASK, read_json, unavailable
 
 PAYLOAD = ("open('/pwned/{name}', 'w').write('imported')\n"
-           "import scoring.reward as r\n"
+           "import usd_repair_verifier.scoring.reward as r\n"
            "r.reward = lambda *a, **k: 1.0\n")
 
 SUBMISSION_PLANTS = {
@@ -114,7 +114,7 @@ def poison_bytecode(module: Path) -> None:
 
 @pytest.fixture()
 def layout(tmp_path):
-    from profiles.task import _copy_verifier
+    from usd_repair_verifier.profiles.task import _copy_verifier
 
     namespaces_available()
     folders = {name: tmp_path / name for name in ("rootfs", "app", "tests", "logs", "verifier", "pwned", "status")}

@@ -17,13 +17,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics, Vt
 
-from checks.measurement import Comparison
-from checks.registry import every_measurement, measure
-from gates import objective, preservation
-from stage_snapshot import authoring, typed_read
-from stage_snapshot.correspondence import correspond
-from stage_snapshot.read import snapshot
-from profiles.vocabulary import DEFAULT_CORRESPONDENCE, DEFAULT_TOLERANCES
+from usd_repair_verifier.checks.measurement import Comparison
+from usd_repair_verifier.checks.registry import every_measurement, measure
+from usd_repair_verifier.gates import objective, preservation
+from usd_repair_verifier.stage_snapshot import authoring, typed_read
+from usd_repair_verifier.stage_snapshot.correspondence import correspond
+from usd_repair_verifier.stage_snapshot.read import snapshot
+from usd_repair_verifier.profiles.vocabulary import DEFAULT_CORRESPONDENCE, DEFAULT_TOLERANCES
 
 BODY, BOX, MESH, JOINT = "/World/Body", "/World/Body/Box", "/World/Body/Mesh", "/World/Joint"
 SCENE = "/World/Scene"
@@ -337,8 +337,8 @@ CABINET_SITES = [
 def test_hostile_values_through_a_grading_session_are_scores(tmp_path_factory, site, typed):
     """The plugin's session (validity worker, both snapshots, every check and gate): an exception
     anywhere here would be an infrastructure error, so none may escape."""
-    from profiles.case import load_case
-    from scoring.session import GradingSession
+    from usd_repair_verifier.profiles.case import load_case
+    from usd_repair_verifier.scoring.session import GradingSession
     from tests import variants
 
     case = load_case(CABINET_CASE)

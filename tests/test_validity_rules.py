@@ -25,7 +25,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gates.validity import (  # noqa: E402
+from usd_repair_verifier.gates.validity import (  # noqa: E402
     RULES,
     ResourceLimits,
     RuleResult,

@@ -13,9 +13,9 @@ import anthropic
 import httpx2
 import pytest
 
-from scoring.run import run_grade
-from visual import cli, judge as judges, rubric as rubrics
-from visual.grade import AUTHORIZE_ENV, VISUAL_FILE, run_visual
+from usd_repair_verifier.scoring.run import run_grade
+from usd_repair_verifier.visual import cli, judge as judges, rubric as rubrics
+from usd_repair_verifier.visual.grade import AUTHORIZE_ENV, VISUAL_FILE, run_visual
 
 REPO = Path(__file__).resolve().parent.parent
 CASE = REPO / "fixtures" / "cases" / "cabinet_drawer_door"
@@ -314,7 +314,7 @@ def test_no_key_through_the_usdgrade_command_exits_3_without_a_traceback(graded,
            if k not in judges.CREDENTIAL_ENVS and k not in (judges.MODEL_ENV, AUTHORIZE_ENV)}
     env["PYTHONPATH"] = str(REPO)
     out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, "-m", "scoring.cli", "visual", "--case", str(CASE), "--submission",
+    proc = subprocess.run([sys.executable, "-m", "usd_repair_verifier.scoring.cli", "visual", "--case", str(CASE), "--submission",
                            str(CASE / "reference"), "--grade", str(graded), "--out", str(out), "--authorize"],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 3, (proc.stdout, proc.stderr)
@@ -354,7 +354,7 @@ def test_a_bad_mapping_file_is_an_error_record(graded, tmp_path):
 
 
 def test_bytes_changed_while_rendering_are_an_error(graded, tmp_path, monkeypatch):
-    from visual import render
+    from usd_repair_verifier.visual import render
 
     submission = tmp_path / "submission"
     shutil.copytree(CASE / "reference", submission)
@@ -373,7 +373,7 @@ def test_bytes_changed_while_rendering_are_an_error(graded, tmp_path, monkeypatc
 
 
 def test_a_verifier_fault_still_writes_visual_json(graded, tmp_path, monkeypatch):
-    from visual import grade
+    from usd_repair_verifier.visual import grade
 
     monkeypatch.setattr(grade, "_authorized", lambda flag, env: 1 / 0)
     record = run_visual(CASE, CASE / "reference", graded, tmp_path / "out", authorize=True, judge_kind="fake",

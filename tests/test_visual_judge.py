@@ -7,9 +7,9 @@ import anthropic
 import httpx2
 import pytest
 
-from visual import judge as judges
-from visual import render
-from visual.rubric import score
+from usd_repair_verifier.visual import judge as judges
+from usd_repair_verifier.visual import render
+from usd_repair_verifier.visual.rubric import score
 
 RUBRIC = {"id": "t", "title": "test", "criteria": [
     {"id": "shape", "text": "same shape", "importance": "High"},

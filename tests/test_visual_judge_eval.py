@@ -6,7 +6,7 @@ import json
 import pytest
 
 from bench import judge_eval
-from visual import judge as judges
+from usd_repair_verifier.visual import judge as judges
 
 pytestmark = pytest.mark.usefixtures("no_network")
 

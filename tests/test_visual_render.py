@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from visual import render
+from usd_repair_verifier.visual import render
 
 REPO = Path(__file__).resolve().parent.parent
 CASES = REPO / "fixtures" / "cases"
@@ -58,7 +58,7 @@ def test_same_bytes_same_pixels_in_process_and_in_a_fresh_interpreter(tmp_path):
     assert digests == {f"{r}/{v}": second[r][v]["digest"] for r in ("reference", "candidate") for v in second["views"]}
     # same package on both sides: identical images
     assert all(first["reference"][v]["digest"] == first["candidate"][v]["digest"] for v in first["views"])
-    code = ("import json, sys; from visual import render; r = render.render_pair(sys.argv[1], sys.argv[1]); "
+    code = ("import json, sys; from usd_repair_verifier.visual import render; r = render.render_pair(sys.argv[1], sys.argv[1]); "
             "print(json.dumps({f'{k}/{v}': r[k][v]['digest'] for k in ('reference', 'candidate') for v in r['views']}))")
     env = dict(os.environ, PYTHONHASHSEED="123", OMP_NUM_THREADS="2", OPENBLAS_NUM_THREADS="2")
     proc = subprocess.run([sys.executable, "-c", code, str(case / "reference")], cwd=REPO, env=env,

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from visual import render, textures
+from usd_repair_verifier.visual import render, textures
 
 REPO = Path(__file__).resolve().parent.parent
 CASES = REPO / "fixtures" / "cases"
@@ -316,7 +316,7 @@ def test_a_texture_inside_a_usdz_package_is_sampled(tmp_path):
 def test_textured_renders_are_the_same_in_a_fresh_interpreter(tmp_path):
     pkg = _quad_package(tmp_path / "pkg", cells=((RED, GREEN), (BLUE, WHITE)), colour_space="sRGB",
                         st=[(0.0, 0.0), (3.0, 0.0), (3.0, 2.0), (0.0, 2.0)], wrap=("mirror", "repeat"))
-    code = ("import sys, numpy as np; from visual import render; s = render.load_scene(sys.argv[1]); "
+    code = ("import sys, numpy as np; from usd_repair_verifier.visual import render; s = render.load_scene(sys.argv[1]); "
             "c = render.camera('three_quarter', render.union_bounds(s), 96); "
             "print(render.sha256(render.encode_png(render.rasterize(s, c, 3))))")
     scene = render.load_scene(pkg)

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from profiles.case import CaseError, load_case
-from scoring.run import run_grade
-from scoring.session import MEASUREMENT_UNITS, GradingSession
-from scoring.work_share import LocalWork, SharedWork, VerifierFault
+from usd_repair_verifier.profiles.case import CaseError, load_case
+from usd_repair_verifier.scoring.run import run_grade
+from usd_repair_verifier.scoring.session import MEASUREMENT_UNITS, GradingSession
+from usd_repair_verifier.scoring.work_share import LocalWork, SharedWork, VerifierFault
 
 ROOT = Path(__file__).resolve().parent.parent
 CASE = ROOT / "fixtures" / "cases" / "ant_two_joint_faults"

@@ -15,8 +15,8 @@ import os
 import time
 from pathlib import Path
 
-from profiles.digest import tree_digest
-from scoring.outputs import prepare_separate_output, write_json
+from usd_repair_verifier.profiles.digest import tree_digest
+from usd_repair_verifier.scoring.outputs import prepare_separate_output, write_json
 
 from . import judge as judges
 from . import render, rubric as rubrics
@@ -141,7 +141,7 @@ def _check_inputs(run: _Run, case: Path, submission: Path, grade_path: Path):
         return None, run.finish("error", f"the submission changed since it was graded: digest {current} != "
                                          f"recorded {recorded}")
     try:
-        from profiles.case import load_case
+        from usd_repair_verifier.profiles.case import load_case
 
         loaded = load_case(case, verify_digests=True)
     except Exception as error:  # CaseError, DigestMismatch, a malformed profile

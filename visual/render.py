@@ -1,7 +1,7 @@
 """Trusted renders: a small deterministic software rasterizer (numpy, float64, no threads).
 
 The verifier renders the verified bytes itself: every visible gprim of the composed stage
-(meshes and implicit prims, through ``stage_snapshot.geometry.prim_triangles``) is drawn
+(meshes and implicit prims, through ``usd_repair_verifier.stage_snapshot.geometry.prim_triangles``) is drawn
 with its diffuse colour (bound visual material, else display colour) under a fixed light (a
 diffuse colour that comes from a UsdUVTexture is sampled per pixel: ``visual/textures.py``),
 with orthographic cameras framed on the union bounds of both stages, so the reference and
@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 from pxr import Usd, UsdGeom, UsdShade
 
-from stage_snapshot import geometry, materials, parts
+from usd_repair_verifier.stage_snapshot import geometry, materials, parts
 
 from . import textures
 

@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 from pxr import Ar, Sdf, Usd, UsdGeom, UsdShade
 
-from stage_snapshot import geometry
+from usd_repair_verifier.stage_snapshot import geometry
 
 MAX_TEXTURE_BYTES = 64 * 1024 * 1024
 MAX_TEXTURE_PIXELS = 64 * 1024 * 1024     # Pillow's decompression-bomb guard, made explicit

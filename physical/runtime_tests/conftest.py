@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from physical import engine
-from physical.results import PropertyResult, null
-from physical.settings import SETTINGS, THRESHOLDS
+from usd_repair_verifier.physical import engine
+from usd_repair_verifier.physical.results import PropertyResult, null
+from usd_repair_verifier.physical.settings import SETTINGS, THRESHOLDS
 
 CONFIG_ENV = "USDGRADE_PHYSICAL_CONFIG"
 RESULTS: list[dict] = []
@@ -41,7 +41,7 @@ class Pair:
     bodies: dict = field(default_factory=dict)        # reference body label -> candidate body label | None
     joints: dict = field(default_factory=dict)        # reference joint label -> candidate joint label | None
     size_m: float = 1.0
-    correspondence: str = "stage_snapshot.correspondence (structure, pose and shape)"
+    correspondence: str = "usd_repair_verifier.stage_snapshot.correspondence (structure, pose and shape)"
 
     def body_pairs(self) -> list[tuple[int, int | None]]:
         cand_index = {label: i for i, label in enumerate(self.candidate.body_labels)}
@@ -71,8 +71,8 @@ def pair() -> Pair:
     TIMINGS["load_s"] = round(time.monotonic() - t0, 3)
     result = Pair(reference, candidate, ref_refusal, cand_refusal)
     if reference is not None and candidate is not None:
-        from stage_snapshot.correspondence import correspond
-        from stage_snapshot.read import read_snapshot
+        from usd_repair_verifier.stage_snapshot.correspondence import correspond
+        from usd_repair_verifier.stage_snapshot.read import read_snapshot
 
         t0 = time.monotonic()
         ref_snap, cand_snap = read_snapshot(config["reference"]), read_snapshot(config["candidate"])
@@ -101,7 +101,7 @@ def record_nulls(test: str, names, reason: str) -> None:
 def run_both(test: str, probe, pair_: Pair):
     """probe(loaded, joint_map) on the reference (map None) then the candidate (the correspondence);
     an engine failure while stepping nulls the test's properties with the reason."""
-    from physical.results import PROPERTIES
+    from usd_repair_verifier.physical.results import PROPERTIES
 
     try:
         ref = probe(pair_.reference, None)

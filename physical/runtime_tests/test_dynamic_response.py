@@ -1,9 +1,9 @@
 """(3) Dynamic response: one joint torque program (amplitudes from the reference's joint inertia), 0.5 s."""
 import numpy as np
 
-from physical import compare, probes
-from physical.results import PROPERTIES
-from physical.settings import SETTINGS, THRESHOLDS
+from usd_repair_verifier.physical import compare, probes
+from usd_repair_verifier.physical.results import PROPERTIES
+from usd_repair_verifier.physical.settings import SETTINGS, THRESHOLDS
 
 from .conftest import record, record_nulls, run_both
 

@@ -1,7 +1,7 @@
 """(2) Rest and contact: dropped on the ground, no actuation, 1 s: finite, settles, where bodies end."""
-from physical import compare, probes
-from physical.results import PROPERTIES
-from physical.settings import SETTINGS, THRESHOLDS
+from usd_repair_verifier.physical import compare, probes
+from usd_repair_verifier.physical.results import PROPERTIES
+from usd_repair_verifier.physical.settings import SETTINGS, THRESHOLDS
 
 from .conftest import record, record_nulls, run_both
 
