@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 from usd_repair_verifier.scoring import doctor
@@ -13,8 +14,9 @@ from usd_repair_verifier.scoring import doctor
 ROOT = Path(__file__).resolve().parent.parent
 CASE = ROOT / "fixtures" / "cases" / "ant_two_joint_faults"
 DEMO = ROOT / "fixtures" / "submissions" / "ant_two_joint_faults_one_repair"
-# What pyproject's [tool.setuptools] packages installs: the code, without tests/, fixtures/ or conftest.py.
-INSTALLED_PACKAGES = ("checks", "closed_book", "gates", "physical", "profiles", "records", "scoring", "stage_snapshot", "visual")
+# What pyproject's [tool.setuptools] installs: the code under its namespace (installed name -> the
+# repository's folder), without tests/, fixtures/ or conftest.py.
+INSTALLED_PACKAGES = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
 
 
 def doctor_run(*args: str, pythonpath: Path = ROOT, cwd: Path = ROOT, env: dict | None = None):
@@ -25,15 +27,17 @@ def doctor_run(*args: str, pythonpath: Path = ROOT, cwd: Path = ROOT, env: dict 
 
 def test_doctor_in_an_installed_package_without_a_checkout_grades_a_case(tmp_path):
     site = tmp_path / "site"
-    for package in INSTALLED_PACKAGES:
-        shutil.copytree(ROOT / package, site / package, ignore=shutil.ignore_patterns("__pycache__"))
+    (site / "usd_repair_verifier").mkdir(parents=True)
+    shutil.copyfile(ROOT / "usd_repair_verifier" / "__init__.py", site / "usd_repair_verifier" / "__init__.py")
+    for package, folder in INSTALLED_PACKAGES.items():
+        shutil.copytree(ROOT / folder, site.joinpath(*package.split(".")), ignore=shutil.ignore_patterns("__pycache__"))
     # The case and submission outside any checkout, so no conftest.py can be found near them.
     shutil.copytree(CASE, tmp_path / "case")
     shutil.copytree(DEMO, tmp_path / "submission")
     r = doctor_run("--case", str(tmp_path / "case"), "--submission", str(tmp_path / "submission"), "--expect", "0.5",
                    pythonpath=site, cwd=tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert f"grading tests in {site} (an installed package)" in r.stdout
+    assert f"grading tests in {site / 'usd_repair_verifier'} (an installed package)" in r.stdout
     assert "ok    fixture grade    case: reward 0.5 as expected" in r.stdout
     assert r.stdout.rstrip().endswith("ready to grade")
 

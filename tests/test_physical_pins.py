@@ -14,7 +14,7 @@ def test_pyproject_extra_matches_the_pins():
     assert tuple(extras["physical"]) == ENGINE_REQUIREMENTS
     pulled = [r.split("[", 1)[1].rstrip("]").split(",") for r in extras["test"] if "[" in r]
     assert any("physical" in names for names in pulled)          # the test command's extra pulls the engine
-    assert "physical" in project["tool"]["setuptools"]["packages"]
+    assert "usd_repair_verifier.physical" in project["tool"]["setuptools"]["packages"]
 
 
 def test_core_usd_is_not_pinned_below_the_engine_importers_bound():
