@@ -109,7 +109,7 @@ def lazy():
     return importlib.import_module("scoring.plugin"), ["-m", "scoring.cli"], "closed_book.HARBOR"
 
 
-CODE = "import sys; import closed_book; from scoring.plugin import x\\nimport scoring.plugin as p"
+CODE = "import sys; import closed_book; from scoring.plugin import x\\nimport scoring.plugin as p\\nscoring.cli.y"
 PATCH = "scoring.plugin.time"  # scoring.missing stays: no such module
 '''
 
@@ -128,7 +128,7 @@ def lazy():
     return importlib.import_module("usd_repair_verifier.scoring.plugin"), ["-m", "usd_repair_verifier.scoring.cli"], "usd_repair_verifier.closed_book.HARBOR"
 
 
-CODE = "import sys; from usd_repair_verifier import closed_book; from usd_repair_verifier.scoring.plugin import x\\nimport usd_repair_verifier.scoring.plugin as p"
+CODE = "import sys; from usd_repair_verifier import closed_book; from usd_repair_verifier.scoring.plugin import x\\nimport usd_repair_verifier.scoring.plugin as p\\nusd_repair_verifier.scoring.cli.y"
 PATCH = "usd_repair_verifier.scoring.plugin.time"  # scoring.missing stays: no such module
 '''
 

@@ -108,8 +108,9 @@ class Rewriter:
         self.members = members(pkgs)
         names = "|".join(sorted(pkgs, key=lambda n: (-len(n), n)))
         self.names = set(pkgs)
-        # package.member, not part of a longer dotted name, a path or a word
-        self.dotted = re.compile(rf"(?<![\w.\-/\\])({names})\.([A-Za-z_]\w*)(?!\w)")
+        # package.member, not part of a longer dotted name, a path or a word (but after an escaped
+        # newline or tab in a string of code)
+        self.dotted = re.compile(rf"(?:(?<![\w.\-/\\])|(?<=\\[nt]))({names})\.([A-Za-z_]\w*)(?!\w)")
         # `import X [as Y]` written as a statement: at a line's start, after `;`, or after an escaped newline
         self.import_line = re.compile(
             rf"((?:^|;|\\n)[ \t]*(?:>>> )?)import[ \t]+({names})(?:[ \t]+as[ \t]+(\w+))?(?=[ \t]*(?:$|;|\\n|[\"'`)]))",
