@@ -20,7 +20,7 @@ OUT=/logs/verifier
 TIME_LIMIT=540
 # Closed-book grading: the agent's trajectory, as task.toml's collect hook left it (empty when open book).
 GRADE_EXTRA=(--trajectory=/var/lib/usdgrade-trajectory/trajectory.json)
-BOOTSTRAP='import sys; sys.path.insert(0, sys.argv[1]); from scoring.sealed import main; sys.exit(main(sys.argv[2:]))'
+BOOTSTRAP='import sys; sys.path.insert(0, sys.argv[1]); from usd_repair_verifier.scoring.sealed import main; sys.exit(main(sys.argv[2:]))'
 
 # 1. Shared mode: end every process the agent may have left running (one that would rewrite
 #    reward.json after the grade, or swap the submission during it): all but PID 1 and this

@@ -1,0 +1,92 @@
+"""Mass family: the controlling mass, centre of mass and principal inertia of each body.
+
+Targets are reference rigid bodies; the candidate body is found through the
+correspondence. The numbers are what the UsdPhysics rules yield on the composed
+stage (usd_repair_verifier.stage_snapshot.mass: body mass over collider mass/density over body
+density over material density over the default), in SI units and world space.
+
+A property the reference does not establish (its mass comes from the default
+density alone) is `Unmeasured`, never a silent pass; a
+candidate that has no matched body, or no mass properties, is at the cap.
+
+Scales: mass and principal moments as |log ratio| (tolerance log(1 + relative));
+the centre of mass as a world distance in metres.
+"""
+from __future__ import annotations
+
+import math
+
+from usd_repair_verifier.stage_snapshot import spatial
+
+from .measurement import MAX_LOG_RATIO, Comparison, Component, Unmeasured, log_ratio
+
+PROPERTIES = {
+    "mass": "mass",
+    "center_of_mass": "centre of mass",
+    "inertia": "principal inertia",
+}
+
+
+def _pair(cmp: Comparison, target: str, prop: str):
+    """(reference MassProperties, candidate MassProperties or None) or Unmeasured."""
+    ref = cmp.reference.mass.get(target)
+    if ref is None:
+        return Unmeasured(f"the reference has no mass properties for {target}")
+    if not ref.established.get(prop, False):
+        return Unmeasured(
+            f"the reference does not establish the {PROPERTIES[prop]} of {target} "
+            f"(its mass comes from the {ref.source})"
+        )
+    cand_path = cmp.match.bodies.get(target)
+    cand = cmp.candidate.mass.get(cand_path) if cand_path else None
+    return ref, cand
+
+
+def mass(cmp: Comparison, target: str):
+    pair = _pair(cmp, target, "mass")
+    if isinstance(pair, Unmeasured):
+        return pair
+    ref, cand = pair
+    tol = math.log1p(cmp.tolerances["mass_relative"])
+    if cand is None:
+        return {"mass": Component(MAX_LOG_RATIO, tol, ref.mass, None)}
+    return {"mass": Component(log_ratio(ref.mass, cand.mass), tol, ref.mass, cand.mass)}
+
+
+def center_of_mass(cmp: Comparison, target: str):
+    pair = _pair(cmp, target, "center_of_mass")
+    if isinstance(pair, Unmeasured):
+        return pair
+    ref, cand = pair
+    tol = cmp.tolerances["com_m"]
+    if cand is None:
+        return {"offset_m": Component(math.inf, tol, list(ref.center_of_mass), None)}
+    d = spatial.distance(ref.center_of_mass, cand.center_of_mass)
+    if not math.isfinite(d):
+        d = math.inf  # nan (a non-finite candidate) is never a pass, and reports as the cap
+    return {"offset_m": Component(d, tol, list(ref.center_of_mass), list(cand.center_of_mass))}
+
+
+def inertia(cmp: Comparison, target: str):
+    pair = _pair(cmp, target, "inertia")
+    if isinstance(pair, Unmeasured):
+        return pair
+    ref, cand = pair
+    tol = math.log1p(cmp.tolerances["inertia_relative"])
+    ref_moments = sorted(ref.principal_inertia)
+    if cand is None:
+        return {"principal_inertia": Component(MAX_LOG_RATIO, tol, ref_moments, None)}
+    cand_moments = sorted(cand.principal_inertia)
+    # A zero, negative or non-finite moment is the cap (log_ratio), never a pass.
+    err = max(log_ratio(a, b) for a, b in zip(ref_moments, cand_moments))
+    if math.isnan(err):
+        err = MAX_LOG_RATIO
+    return {"principal_inertia": Component(err, tol, ref_moments, cand_moments)}
+
+
+MEASURES = {"mass": mass, "center_of_mass": center_of_mass, "inertia": inertia}
+MASS_CHECKS = ("mass", "center_of_mass", "inertia")
+
+
+def targets(reference, measure: str | None = None) -> list[str]:
+    return list(reference.bodies)

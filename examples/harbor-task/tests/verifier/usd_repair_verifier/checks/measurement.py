@@ -1,0 +1,167 @@
+"""What a check measures, and how a measurement becomes pass/fail and progress.
+
+A family's measure function returns named *components*, each an error on the
+scale that suits the quantity (metres, degrees, a log-ratio for positive
+magnitudes, 0/1 for booleans) with its strict tolerance. Everything else is
+shared here so that every family grades the same way (README, "Reward"):
+
+- passed: every component's error is within its tolerance;
+- progress: per component, 1 at or within tolerance, 0 at the input's frozen
+  error, linear in between; averaged over the components that were broken in
+  the input or are broken now (so an unchanged input scores 0, and breaking a
+  healthy component while fixing another costs progress); 0 for the whole check
+  while a component that marks a value invalid in itself fails (`voids_progress`).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from usd_repair_verifier.stage_snapshot.correspondence import Correspondence
+from usd_repair_verifier.stage_snapshot.model import StageSnapshot
+
+# Log-ratio errors are capped so that a zero against a positive value stays finite.
+MAX_LOG_RATIO = 50.0
+
+
+@dataclass(frozen=True)
+class Component:
+    error: float
+    tolerance: float
+    reference: Any = None
+    candidate: Any = None
+    # A value invalid in itself (inverted limits, a joint between a body and itself): while
+    # it fails, the whole check earns no semantic progress, whatever its other components do.
+    voids_progress: bool = False
+
+
+@dataclass(frozen=True)
+class Unmeasured:
+    """The property cannot be established (from the reference) or measured."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Everything a measure function may look at: two snapshots, their match, tolerances."""
+
+    reference: StageSnapshot
+    candidate: StageSnapshot
+    match: Correspondence
+    tolerances: dict[str, float]
+    # Gate measurements by (family, measure, target): preservation and objective gates
+    # look at the same elements, and each is measured once (see registry.measure).
+    memo: dict = field(default_factory=dict, init=False, compare=False, repr=False)
+    # Rigid fits of component pairs (checks/geometry.py), shared by placement and shape.
+    fits: dict = field(default_factory=dict, init=False, compare=False, repr=False)
+
+
+MeasureFn = Callable[[Comparison, str], "dict[str, Component] | Unmeasured"]
+
+
+@dataclass
+class Measurement:
+    check: str
+    family: str
+    measure: str
+    target: str
+    passed: bool | None          # None: unmeasured
+    progress: float | None       # None: unmeasured, or not a targeted check (no input error)
+    components: dict[str, dict] = field(default_factory=dict)
+    details: str = ""
+
+    def to_json(self) -> dict:
+        return {
+            "check": self.check,
+            "family": self.family,
+            "measure": self.measure,
+            "target": self.target,
+            "passed": self.passed,
+            "progress": self.progress,
+            "components": self.components,
+            "details": self.details,
+        }
+
+    def failing(self) -> list[str]:
+        return [
+            c["candidate"] if name == "authoring" else f"{name}: {c['error']:.6g} > {c['tolerance']:.6g}"
+            for name, c in self.components.items()
+            if not _within(c["error"], c["tolerance"])
+        ]
+
+
+def _within(error: float, tolerance: float) -> bool:
+    return error <= tolerance  # nan compares False: never a silent pass
+
+
+def component_progress(error: float, tolerance: float, input_error: float | None) -> float:
+    if _within(error, tolerance):
+        return 1.0
+    if input_error is None or _within(input_error, tolerance) or not math.isfinite(input_error):
+        return 0.0
+    if not math.isfinite(error):
+        return 0.0
+    return max(0.0, min(1.0, (input_error - error) / (input_error - tolerance)))
+
+
+def grade(
+    check: str,
+    family: str,
+    measure: str,
+    target: str,
+    result: dict[str, Component] | Unmeasured,
+    input_errors: dict[str, float] | None,
+) -> Measurement:
+    """Turn a measure function's result into a Measurement.
+
+    `input_errors` is the profile's frozen error of the broken input for a
+    targeted check; None for checks that only gate (objective, preservation).
+    """
+    if isinstance(result, Unmeasured):
+        return Measurement(check, family, measure, target, None, None, {}, f"unmeasured: {result.reason}")
+    components = {}
+    progresses = []
+    for name, c in result.items():
+        before = None if input_errors is None else input_errors.get(name)
+        p = component_progress(c.error, c.tolerance, before)
+        broken_before = before is not None and not _within(before, c.tolerance)
+        if input_errors is not None and (broken_before or not _within(c.error, c.tolerance)):
+            progresses.append(p)
+        components[name] = {
+            "error": c.error,
+            "tolerance": c.tolerance,
+            "reference": c.reference,
+            "candidate": c.candidate,
+            "input_error": before,
+            "passed": _within(c.error, c.tolerance),
+        }
+        if c.voids_progress:
+            components[name]["voids_progress"] = True
+    passed = all(c["passed"] for c in components.values())
+    invalid = any(c.get("voids_progress") and not c["passed"] for c in components.values())
+    if input_errors is None:
+        progress = None
+    elif invalid:
+        progress = 0.0
+    else:
+        progress = sum(progresses) / len(progresses) if progresses else 1.0
+    m = Measurement(check, family, measure, target, passed, progress, components)
+    m.details = "within tolerance" if passed else "; ".join(m.failing())
+    return m
+
+
+def log_ratio(a: float, b: float) -> float:
+    """|log(a/b)| for positive magnitudes; a sign change or a zero against non-zero is the cap."""
+    if a == b:
+        return 0.0
+    if a <= 0.0 or b <= 0.0 or not (math.isfinite(a) and math.isfinite(b)):
+        if math.isinf(a) and math.isinf(b) and (a > 0) == (b > 0):
+            return 0.0
+        return MAX_LOG_RATIO
+    return min(MAX_LOG_RATIO, abs(math.log(a / b)))
+
+
+def boolean(ok: bool, reference: Any = None, candidate: Any = None) -> Component:
+    return Component(0.0 if ok else 1.0, 0.0, reference, candidate)

@@ -1,0 +1,131 @@
+"""Preservation gates: protect every property the profile does not target.
+
+A targeted property left broken costs fault credit in its checks, never
+preservation; so each gate here skips only the (family, measure, target) triples a
+fault's checks grade and their unavoidable knock-on effects (gates/exemptions.py).
+The other properties of a targeted element are preserved like healthy ones. The
+counting gates bound the candidate by the input.
+"""
+from __future__ import annotations
+
+from usd_repair_verifier.checks import joints, mass
+from usd_repair_verifier.checks.measurement import Comparison
+from usd_repair_verifier.profiles.schema import Profile
+
+from . import exemptions, scene_preservation
+from .names import PRESERVATION_GATES
+from .objective import failed, measure_all
+from .results import GateResult, from_failures
+
+DOF = {"revolute": 1, "prismatic": 1, "spherical": 3, "fixed": 0, "distance": 5, "d6": None, "custom": None}
+
+
+def _measure_preserved(cmp: Comparison, profile: Profile, family: str, names: tuple[str, ...]):
+    """Every measurement of these names whose (family, measure, target) no fault exempts."""
+    exempt = exemptions.exempt_keys(profile, cmp)
+    return [m for name in names for m in measure_all(cmp, family, (name,), exemptions.keeps(exempt, family, name))]
+
+
+def body_correspondence(cmp: Comparison, profile: Profile) -> GateResult:
+    failures = [f"reference body {r} has no candidate body" for r, c in cmp.match.bodies.items() if c is None]
+    failures += [f"extra candidate body {p} (no reference body matches it)" for p in cmp.match.extra_bodies]
+    return from_failures(
+        "body_correspondence", failures, f"all {len(cmp.match.bodies)} bodies correspond one to one", "correspondence failures"
+    )
+
+
+def degrees_of_freedom(cmp: Comparison, profile: Profile) -> GateResult:
+    failures = []
+    exempt = exemptions.exempt_keys(profile, cmp)
+    # A joint keeps its degrees of freedom unless a fault's checks measure its existence, graph or state.
+    changes_dof = [exemptions.keeps(exempt, "joint", m) for m in ("existence", "graph", "state")]
+    for target in (t for t in joints.targets(cmp.reference) if all(keep(t) for keep in changes_dof)):
+        ref = cmp.reference.joints[target]
+        cand_path = cmp.match.joints.get(target)
+        cand = cmp.candidate.joints.get(cand_path) if cand_path else None
+        if cand is None:
+            failures.append(f"joint {target}: missing, its {DOF.get(ref.type)} degree(s) of freedom changed")
+        elif (DOF.get(ref.type), ref.enabled) != (DOF.get(cand.type), cand.enabled):
+            failures.append(
+                f"joint {target}: {ref.type} (enabled={ref.enabled}) became {cand.type} (enabled={cand.enabled})"
+            )
+    return from_failures("degrees_of_freedom", failures, "healthy joints keep their degrees of freedom", "changes")
+
+
+def healthy_joints(cmp: Comparison, profile: Profile) -> GateResult:
+    failures = failed(_measure_preserved(cmp, profile, "joint", joints.JOINT_CHECKS))
+    return from_failures("healthy_joints", failures, "every healthy joint passes its joint checks", "healthy joint failures")
+
+
+def healthy_body_properties(cmp: Comparison, profile: Profile) -> GateResult:
+    failures = failed(_measure_preserved(cmp, profile, "body", ("state",)))
+    # Established mass properties only: where the reference authors nothing they are unmeasured.
+    failures += failed(_measure_preserved(cmp, profile, "mass", mass.MASS_CHECKS))
+    return from_failures("healthy_body_properties", failures, "healthy bodies keep their state and established mass",
+                         "body property changes")
+
+
+def retained_visible_components(cmp: Comparison, profile: Profile) -> GateResult:
+    """No healthy visible part deleted, hidden (unmatched) or reshaped; none added to a body."""
+    failures = failed(_measure_preserved(cmp, profile, "geometry", ("shape",)))
+    failures += added_body_parts(cmp, profile)
+    return from_failures("retained_visible_components", failures,
+                         f"all {len(cmp.reference.components)} healthy visible components retained",
+                         "component changes")
+
+
+def added_body_parts(cmp: Comparison, profile: Profile) -> list[str]:
+    """Visible parts the candidate adds to its bodies (static ones are static_scenery's).
+
+    A targeted part moved or reshaped beyond matching leaves its candidate unmatched: that
+    one extra per such part is its fault's (graded by its checks), not an addition.
+    """
+    ref, cand, match = cmp.reference, cmp.candidate, cmp.match
+    lost_to_faults = sum(1 for p, c in ref.components.items()
+                         if c.body is not None and p in profile.targeted and not match.components.get(p))
+    added = [p for p in match.extra_components if cand.components[p].body is not None]
+    if len(added) <= lost_to_faults:
+        return []
+    return [f"added visible part {p} on body {cand.components[p].body} (nothing in the reference matches it)"
+            for p in added]
+
+
+def collision_support(cmp: Comparison, profile: Profile) -> GateResult:
+    """No healthy body loses (removes, disables, shrinks) its collision."""
+    failures = failed(_measure_preserved(cmp, profile, "collision", ("coverage",)))
+    return from_failures("collision_support", failures, "healthy bodies keep their collision", "collision losses")
+
+
+def composition_errors(cmp: Comparison, profile: Profile) -> GateResult:
+    allowed = int(profile.input_state.get("composition_errors", 0))
+    errors = list(cmp.candidate.composition_errors)
+    if len(errors) <= allowed:
+        return GateResult("composition_errors", True, f"{len(errors)} composition error(s), the input had {allowed}")
+    return GateResult(
+        "composition_errors", False, f"{len(errors)} composition errors, more than the input's {allowed}", tuple(errors)
+    )
+
+
+def joint_count(cmp: Comparison, profile: Profile) -> GateResult:
+    # A redundant joint the input had may remain; a joint the input lost may come back.
+    bound = max(int(profile.input_state.get("joint_count", 0)), len(cmp.reference.joints))
+    count = len(cmp.candidate.joints)
+    if count <= bound:
+        return GateResult("joint_count", True, f"{count} joints, within the bound {bound} (max of input and reference)")
+    added = ", ".join(cmp.match.extra_joints[:5])
+    return GateResult("joint_count", False, f"{count} joints, more than the bound {bound} (unmatched: {added})",
+                      tuple(cmp.match.extra_joints))
+
+
+GATES = {
+    "body_correspondence": body_correspondence,
+    "degrees_of_freedom": degrees_of_freedom,
+    "healthy_joints": healthy_joints,
+    "healthy_body_properties": healthy_body_properties,
+    "retained_visible_components": retained_visible_components,
+    "collision_support": collision_support,
+    "composition_errors": composition_errors,
+    "joint_count": joint_count,
+    **scene_preservation.GATES,
+}
+assert tuple(GATES) == PRESERVATION_GATES, "gates/names.py lists the preservation gates in test order"

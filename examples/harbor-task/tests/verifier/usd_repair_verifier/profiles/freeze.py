@@ -1,0 +1,181 @@
+"""Freezing a case: reference + broken input + faults -> CASE/ with a profile.
+
+The profile records, for each targeted check, the input's measured error
+(semantic progress starts there), the digests of both packages, tolerances,
+sampling and limits, and the input's joint and composition-error counts for the
+preservation bounds. `verify_case` grades the reference and the input and
+refuses a case where the reference is not a perfect repair or the input earns
+anything.
+"""
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from usd_repair_verifier.checks.measurement import Comparison
+from usd_repair_verifier.checks.registry import FAMILIES
+from usd_repair_verifier.stage_snapshot.correspondence import correspond
+from usd_repair_verifier.stage_snapshot.read import read_snapshot
+
+from .digest import tree_digest
+from .inject import root_layer_of
+from .schema import (SCORING_VERSION, CheckSpec, Fault, PackageRecord, Profile, ProfileError,
+                     preserved_namespaces_from_json)
+from .vocabulary import DEFAULT_CORRESPONDENCE, DEFAULT_SAMPLING, DEFAULT_TOLERANCES, FAULT_KINDS
+
+
+class FreezeRefused(Exception):
+    """The case would not grade sensibly; nothing was written."""
+
+
+def checks_for(faults: list[Fault]) -> list[tuple[Fault, str, str]]:
+    return [(f, family, measure) for f in faults for family, measure in FAULT_KINDS[f.kind].checks]
+
+
+def build_profile(case_id: str, reference: Path, input_: Path, faults: list[Fault], tolerances: dict | None = None,
+                  sampling: dict | None = None, limits: dict | None = None, version: str = "1",
+                  closed_book: bool = False, allowed_urls: tuple[str, ...] = (),
+                  preserved_namespaces: tuple[str, ...] = ()) -> Profile:
+    tolerances = {**DEFAULT_TOLERANCES, **(tolerances or {})}
+    sampling = {**DEFAULT_SAMPLING, **(sampling or {})}
+    ref_root, in_root = root_layer_of(reference), root_layer_of(input_)
+    ref_snap, in_snap = read_snapshot(ref_root, sampling), read_snapshot(in_root, sampling)
+    match = correspond(ref_snap, in_snap, DEFAULT_CORRESPONDENCE["max_body_cost"], DEFAULT_CORRESPONDENCE["max_joint_cost"])
+    cmp = Comparison(ref_snap, in_snap, match, tolerances)
+    specs = []
+    for fault, family, measure in checks_for(faults):
+        result = FAMILIES[family].MEASURES[measure](cmp, fault.target)
+        if not isinstance(result, dict):
+            raise FreezeRefused(f"{fault.id}: {family}.{measure} cannot be measured on {fault.target}: {result.reason}")
+        specs.append(CheckSpec(
+            id=f"{fault.id}-{family}.{measure}", fault=fault.id, family=family, measure=measure, target=fault.target,
+            input_error={name: c.error for name, c in result.items()},
+        ))
+    return Profile(
+        id=case_id, version=version, scoring_version=SCORING_VERSION,
+        reference=_record(reference, ref_root), input=_record(input_, in_root),
+        faults=tuple(faults), checks=tuple(specs), tolerances=tolerances,
+        sampling=sampling, limits=dict(limits or {}),
+        correspondence=dict(DEFAULT_CORRESPONDENCE),
+        input_state={"joint_count": len(in_snap.joints), "composition_errors": len(in_snap.composition_errors)},
+        closed_book=closed_book, allowed_urls=tuple(allowed_urls),
+        preserved_namespaces=_namespaces(preserved_namespaces),
+    )
+
+
+def _namespaces(tokens) -> tuple[str, ...]:
+    try:
+        return preserved_namespaces_from_json(list(tokens), "preserved namespaces")
+    except ProfileError as error:
+        raise FreezeRefused(str(error)) from None
+
+
+def _record(package: Path, root: Path):
+    return PackageRecord(root.name, tree_digest(package))
+
+
+def write_case(out: Path, reference: Path, input_: Path, profile: Profile) -> None:
+    out = Path(out)
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    shutil.copytree(reference, out / "reference", symlinks=True)
+    shutil.copytree(input_, out / "input", symlinks=True)
+    (out / "profile.json").write_text(profile.dumps())
+
+
+def verify_case(case: Path, progress: Callable[[Iterable], Iterable] = lambda items: items) -> list[str]:
+    """Grade the reference and the input against the case; return the reasons to refuse it.
+
+    `progress` wraps the two grades (a progress bar on a terminal)."""
+    from usd_repair_verifier.scoring.run import run_grade
+
+    problems = []
+    with tempfile.TemporaryDirectory() as tmp:
+        grades = {name: run_grade(case, case / name, Path(tmp) / name).grade or {}
+                  for name in progress(["reference", "input"])}
+        g = grades["reference"]
+        if g.get("authored_usd") != 1.0 or not g.get("objective_success"):
+            problems.append(f"the reference scores {g.get('authored_usd')} (status {g.get('status')}, "
+                            f"objective {g.get('objective_success')}): {g.get('reasons') or g.get('infrastructure_error')}")
+        g = grades["input"]
+        if g.get("authored_usd") != 0.0:
+            problems.append(f"the unchanged input scores {g.get('authored_usd')} (status {g.get('status')}), not 0")
+        if g.get("status") != "graded":
+            # A targeted element left broken costs fault credit, never validity or preservation:
+            # an input that fails a gate would zero every partial repair too.
+            problems.append(f"the unchanged input is {g.get('status')}, not graded: "
+                            f"{g.get('reasons') or g.get('infrastructure_error')}")
+        for check in g.get("checks", []):
+            if check.get("passed") is not False:
+                problems.append(f"targeted check {check['id']} does not fail on the input ({check.get('details')})")
+    return problems
+
+
+def freeze(case_id: str, reference: Path, input_: Path, out: Path, faults: list[Fault],
+           progress: Callable[[Iterable], Iterable] = lambda items: items, **settings) -> Profile:
+    profile = build_profile(case_id, Path(reference), Path(input_), faults, **settings)
+    with tempfile.TemporaryDirectory() as tmp:
+        staging = Path(tmp) / "case"
+        # The self-check grades packages, not agents: it runs without the closed-book rule,
+        # then the profile as frozen replaces the one it used.
+        write_case(staging, Path(reference), Path(input_), dataclasses.replace(profile, closed_book=False))
+        problems = verify_case(staging, progress)
+        if problems:
+            raise FreezeRefused("refusing to freeze " + case_id + ":\n  " + "\n  ".join(problems))
+        (staging / "profile.json").write_text(profile.dumps())
+        if Path(out).exists():
+            shutil.rmtree(out)
+        shutil.copytree(staging, out, symlinks=True)
+    return profile
+
+
+def _target_kind(reference, target: str) -> str | None:
+    if target == "*":
+        return "asset"
+    for kind, table in (("joint", reference.joints), ("body", reference.bodies), ("component", reference.components)):
+        if target in table:
+            return kind
+    return None
+
+
+def detect_faults(reference: Path, input_: Path, tolerances: dict | None = None) -> list[Fault]:
+    """Find what differs between reference and input, as faults of the vocabulary.
+
+    Every measure of every family runs on every reference target; each target's
+    failing measures become the fault kind that covers most of them. Body
+    collision and mass differences on a body that owns a changed visible
+    component are that component's fault's consequence, not a fault of their own.
+    """
+    tolerances = {**DEFAULT_TOLERANCES, **(tolerances or {})}
+    ref_snap = read_snapshot(root_layer_of(reference), DEFAULT_SAMPLING)
+    in_snap = read_snapshot(root_layer_of(input_), DEFAULT_SAMPLING)
+    match = correspond(ref_snap, in_snap, DEFAULT_CORRESPONDENCE["max_body_cost"], DEFAULT_CORRESPONDENCE["max_joint_cost"])
+    cmp = Comparison(ref_snap, in_snap, match, tolerances)
+    failing: dict[str, set] = {}
+    for family, module in sorted(FAMILIES.items()):
+        for measure in module.MEASURES:
+            for target in module.targets(ref_snap, measure):
+                result = module.MEASURES[measure](cmp, target)
+                if isinstance(result, dict) and any(not (c.error <= c.tolerance) for c in result.values()):
+                    failing.setdefault(target, set()).add((family, measure))
+    owners = {ref_snap.components[t].body for t in failing if t in ref_snap.components}
+    faults = []
+    for target in sorted(failing):
+        measures = failing[target]
+        if target in owners:
+            measures = {m for m in measures if m[0] not in ("collision", "mass")}
+        kind_of_target = _target_kind(ref_snap, target)
+        while measures:
+            candidates = [k for k in FAULT_KINDS.values()
+                          if k.target == kind_of_target and set(k.checks) <= measures]
+            if not candidates:
+                break
+            best = max(candidates, key=lambda k: len(k.checks))
+            faults.append(Fault(f"f{len(faults) + 1}", best.name, target,
+                                "found by comparison: " + ", ".join(f"{f}.{m}" for f, m in sorted(best.checks))))
+            measures -= set(best.checks)
+    return faults

@@ -1,0 +1,196 @@
+"""`usdgrade task`: a complete Harbor task folder (or a dataset of them) from frozen cases.
+
+    TASK/
+      task.toml             separate verifier environment, non-root agent, /app as the artifact
+      instruction.md        what the agent is asked (no fault is named)
+      environment/          the agent's image: Dockerfile and app/ (the broken input), nothing else
+      tests/                the verifier's image (its build context): Dockerfile, requirements.txt
+                            (exact pins), verifier/ (the grading code, laid out as installed:
+                            verifier/usd_repair_verifier/scoring/...), case/ (profile, reference,
+                            input) and test.sh
+      solution/             the oracle: solve.sh restores reference/ into /app
+
+The agent's container never holds the verifier, the case, the reference or the outputs: Harbor
+builds the verifier's container from tests/ and copies only /app across. test.sh is rendered
+from one template (`render_test_sh`); the shipped form has fixed paths, and the verifier's own
+tests render copies with other paths instead of overriding anything at run time.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import re
+import shutil
+import stat
+import sys
+from pathlib import Path
+
+import usd_repair_verifier
+from usd_repair_verifier.closed_book.harbor import TRAJECTORY_FOLDER, collect_block
+
+from .case import CaseError, load_case
+
+TEMPLATES = Path(__file__).resolve().with_name("task_files")
+VERIFIER_ROOT = Path(__file__).resolve().parent.parent
+# The grading code copied into tests/verifier: the packages the authored-USD grade imports, under
+# the namespace package as an install lays them out (tests/verifier is what test.sh puts on sys.path).
+VERIFIER_PACKAGES = ("checks", "closed_book", "gates", "profiles", "scoring", "stage_snapshot")
+NAMESPACE_INIT = Path(usd_repair_verifier.__file__).resolve()
+VERIFIER_FILE_SUFFIXES = (".py", ".ini", ".json")
+# python:3.11-slim, pinned by digest (both images; the verifier's wheels are for CPython 3.11).
+BASE_IMAGE = "python:3.11-slim@sha256:9c900dea9e8fb7e16277c179b555cc72d29a352dbc33cff48ad5a0412fd5bfc7"
+VERIFIER_TIMEOUT_S = 600.0
+TIME_LIMIT_S = 540.0   # below the verifier timeout: a slow grade still writes its own report
+# Closed book: where task.toml's collect hook leaves the agent's trajectory for the grade. The
+# grade reads it only when the case's profile says closed_book (tasks are closed book by default).
+TRAJECTORY = f"{TRAJECTORY_FOLDER}/trajectory.json"
+
+
+class TaskError(Exception):
+    """The task cannot be written (a broken case, an output folder that is not a task's)."""
+
+
+def render(template: str, **values: str) -> str:
+    text = (TEMPLATES / template).read_text()
+    for key, value in values.items():
+        text = text.replace(f"@{key}@", value)
+    left = re.findall(r"@[A-Z_]+@", text)
+    if left:
+        raise TaskError(f"{template}: placeholders left unfilled: {sorted(set(left))}")
+    return text
+
+
+def render_test_sh(*, verifier: str = "/opt/usdgrade/verifier", python: str = "/opt/usdgrade/venv/bin/python",
+                   case: str = "/tests/case", submission: str = "/app", out: str = "/logs/verifier",
+                   time_limit: float = TIME_LIMIT_S, end_processes: bool = True,
+                   trajectory: str | None = TRAJECTORY) -> str:
+    """The shipped test.sh takes the defaults. Tests render copies with their own paths, and
+    without the process sweep when they do not run in a PID namespace of their own."""
+    from usd_repair_verifier.scoring.sealed import BOOTSTRAP
+
+    if "'" in BOOTSTRAP:
+        raise TaskError("the bootstrap cannot be single-quoted in test.sh")
+    sweep = "end_other_processes" if end_processes else "# (this copy does not end other processes)"
+    extra = f"--trajectory={_shell_word(trajectory)}" if trajectory else ""
+    return render("test.sh.in", VERIFIER=_shell_word(verifier), PYTHON=_shell_word(python), CASE=_shell_word(case),
+                  SUBMISSION=_shell_word(submission), OUT=_shell_word(out), TIME_LIMIT=f"{time_limit:g}",
+                  BOOTSTRAP=BOOTSTRAP, END_PROCESSES=sweep, GRADE_EXTRA=extra)
+
+
+def _shell_word(path: str) -> str:
+    if any(c in path for c in " '\"$`\\\n"):
+        raise TaskError(f"path {path!r} cannot be written into test.sh as one plain word")
+    return path
+
+
+def _pins() -> dict[str, str]:
+    pins = {}
+    for line in (TEMPLATES / "requirements.txt").read_text().splitlines():
+        if line and not line.startswith("#"):
+            name, _, version = line.partition("==")
+            pins[name] = version
+    return pins
+
+
+def _copy_verifier(dest: Path) -> None:
+    package_dest = dest / NAMESPACE_INIT.parent.name
+    package_dest.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(NAMESPACE_INIT, package_dest / NAMESPACE_INIT.name)
+    for package in VERIFIER_PACKAGES:
+        for path in sorted((VERIFIER_ROOT / package).rglob("*")):
+            if path.is_file() and path.suffix in VERIFIER_FILE_SUFFIXES and "__pycache__" not in path.parts:
+                target = package_dest / path.relative_to(VERIFIER_ROOT)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(path, target)
+
+
+def _write(path: Path, text: str, executable: bool = False) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    if executable:
+        path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+
+
+def _prepare_out(out: Path) -> None:
+    """An existing OUT is replaced only if it is empty or holds a task (task.toml)."""
+    if out.exists():
+        if not out.is_dir() or (any(out.iterdir()) and not (out / "task.toml").is_file()):
+            raise TaskError(f"{out} exists and is not a task folder: refusing to replace it")
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+
+
+def write_task(case_dir: Path, out: Path, base_image: str = BASE_IMAGE, closed_book: bool = True) -> Path:
+    """One task folder. Closed book (the default): the task's profile says so, URLs of the
+    instruction are allowed, and the trajectory travels to the verifier as an artifact."""
+    try:
+        case = load_case(case_dir)
+    except CaseError as error:
+        raise TaskError(f"{case_dir}: {error}") from error
+    _prepare_out(out)
+    pins = _pins()
+    input_files = sorted(p.relative_to(case.paths.input).as_posix() for p in case.paths.input.rglob("*") if p.is_file())
+    instruction = render("instruction.md.in", ROOT_LAYER=case.profile.input.root_layer,
+                         FILES=", ".join(f"`{f}`" for f in input_files))
+    artifacts = ["/app", TRAJECTORY_FOLDER] if closed_book else ["/app"]
+    _write(out / "task.toml", render("task.toml.in", TIME_LIMIT=f"{TIME_LIMIT_S:g}", VERIFIER_TIMEOUT=f"{VERIFIER_TIMEOUT_S}",
+                                     ARTIFACTS="[" + ", ".join(f'"{a}"' for a in artifacts) + "]",
+                                     COLLECT="\n" + collect_block() if closed_book else ""))
+    _write(out / "instruction.md", instruction)
+    _write(out / "environment" / "Dockerfile", render("agent.Dockerfile", BASE_IMAGE=base_image,
+                                                      USD_CORE=pins["usd-core"], NUMPY=pins["numpy"]))
+    shutil.copytree(case.paths.input, out / "environment" / "app")
+    tests = out / "tests"
+    _write(tests / "Dockerfile", render("verifier.Dockerfile", BASE_IMAGE=base_image))
+    shutil.copyfile(TEMPLATES / "requirements.txt", tests / "requirements.txt")
+    _write(tests / "test.sh", render_test_sh(trajectory=TRAJECTORY if closed_book else None), executable=True)
+    (tests / "case").mkdir(parents=True)
+    if closed_book == case.profile.closed_book:
+        shutil.copyfile(case.paths.profile, tests / "case" / "profile.json")
+    else:
+        profile = dataclasses.replace(case.profile, closed_book=closed_book,
+                                      allowed_urls=(*case.profile.allowed_urls, instruction) if closed_book else ())
+        _write(tests / "case" / "profile.json", profile.dumps())
+    shutil.copytree(case.paths.reference, tests / "case" / "reference")
+    shutil.copytree(case.paths.input, tests / "case" / "input")
+    _copy_verifier(tests / "verifier")
+    _write(out / "solution" / "solve.sh", (TEMPLATES / "solve.sh").read_text(), executable=True)
+    shutil.copytree(case.paths.reference, out / "solution" / "reference")
+    return out
+
+
+def write_dataset(cases_dir: Path, out: Path, base_image: str = BASE_IMAGE, closed_book: bool = True) -> list[Path]:
+    """One task per case folder (a folder holding profile.json), named after it."""
+    cases = sorted(p.parent for p in cases_dir.glob("*/profile.json"))
+    if not cases:
+        raise TaskError(f"{cases_dir} holds no case (no */profile.json)")
+    out.mkdir(parents=True, exist_ok=True)
+    return [write_task(case, out / case.name, base_image, closed_book) for case in cases]
+
+
+def task_command(args: argparse.Namespace) -> int:
+    try:
+        if args.cases:
+            written = write_dataset(Path(args.cases), Path(args.out), args.base_image, not args.open_book)
+        elif args.case:
+            written = [write_task(Path(args.case), Path(args.out), args.base_image, not args.open_book)]
+        else:
+            print("task needs a CASE or --cases DIR", file=sys.stderr)
+            return 2
+    except TaskError as error:
+        print(f"cannot write the task: {error}", file=sys.stderr)
+        return 1
+    for path in written:
+        print(f"wrote {path}")
+    return 0
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("task", help="write a Harbor task folder (or a dataset) from frozen cases")
+    p.add_argument("case", nargs="?", help="a frozen case folder")
+    p.add_argument("--cases", help="a folder of cases: writes one task per case under --out")
+    p.add_argument("--out", required=True)
+    p.add_argument("--base-image", default=BASE_IMAGE, help="both images' base, pinned by digest")
+    p.add_argument("--open-book", action="store_true",
+                   help="do not grade the agent's trajectory (tasks are closed book by default: docs/closed-book.md)")
+    p.set_defaults(run=task_command)

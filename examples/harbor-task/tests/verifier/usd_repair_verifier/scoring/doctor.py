@@ -1,0 +1,160 @@
+"""`usdgrade doctor`: what a new operator checks first, in one command.
+
+    usdgrade doctor [--case CASE --submission DIR --expect R] [--skip-grade]
+
+Each line is `ok`, `warn` (an optional part is missing: its separate grade reports
+`not_run`) or `FAIL` (the authored-USD grade cannot be trusted here); the exit code is 1
+when anything failed. Checked: Python and usd-core, the grading plugin and its test
+folders beside the installed package (so `usdgrade grade` works without a checkout), the
+extras (physical engine, Ray, record drivers), the judge's credentials (present or not,
+never shown), the Warp kernel cache, and a real grade of a fixture case against its
+expected reward, run as the operator's `usdgrade grade` runs.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import importlib.util
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEMO_CASE = REPO_ROOT / "fixtures" / "cases" / "ant_two_joint_faults"
+DEMO_SUBMISSION = REPO_ROOT / "fixtures" / "submissions" / "ant_two_joint_faults_one_repair"
+DEMO_REWARD = 0.5
+MIN_USD = (25, 5)
+JUDGE_KEY_ENV = "ANTHROPIC_API_KEY"
+# extra -> ((module, distribution) pairs that must be installed, the install command)
+EXTRAS = {
+    "physical": ((("newton", "newton"), ("warp", "warp-lang"), ("mujoco", "mujoco"), ("mujoco_warp", "mujoco-warp"),
+                  ("newton_usd_schemas", "newton-usd-schemas")), "pip install -e '.[physical]'"),
+    "ray": ((("ray", "ray"),), "pip install -e '.[ray]'"),
+    "records": ((("sqlalchemy", "SQLAlchemy"), ("psycopg", "psycopg"), ("matplotlib", "matplotlib")),
+                "pip install -e '.[records]'"),
+}
+
+
+@dataclass(frozen=True)
+class Finding:
+    level: str       # "ok" | "warn" | "FAIL"
+    topic: str
+    text: str
+
+
+def _version(distribution: str) -> str | None:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def check_python_and_usd() -> list[Finding]:
+    found = [Finding("ok" if sys.version_info >= (3, 11) else "FAIL", "python",
+                     f"{sys.version.split()[0]} at {sys.executable}")]
+    try:
+        from pxr import Usd
+    except ImportError as error:
+        return found + [Finding("FAIL", "usd-core", f"pxr does not import: {error} (pip install usd-core)")]
+    version = tuple(Usd.GetVersion())[1:]   # (0, year, month)
+    level = "ok" if version >= MIN_USD else "FAIL"
+    found.append(Finding(level, "usd-core", f"{'.'.join(map(str, version))}"
+                                            + ("" if level == "ok" else f", below {'.'.join(map(str, MIN_USD))}")))
+    return found
+
+
+def check_plugin() -> list[Finding]:
+    """The plugin and the grading tests it runs, where the installed package put them."""
+    if importlib.util.find_spec("usd_repair_verifier.scoring.plugin") is None:
+        return [Finding("FAIL", "plugin", "usd_repair_verifier.scoring.plugin does not import")]
+    tests = [REPO_ROOT / "checks" / "test_fault_checks.py", REPO_ROOT / "gates" / "test_validity.py"]
+    missing = [str(t) for t in tests if not t.is_file()]
+    if missing:
+        return [Finding("FAIL", "plugin", f"grading tests missing from the install: {', '.join(missing)}")]
+    where = "a checkout" if (REPO_ROOT / "pyproject.toml").is_file() else "an installed package"
+    return [Finding("ok", "plugin", f"usd_repair_verifier.scoring.plugin and the grading tests in {REPO_ROOT} ({where}); "
+                                     "usdgrade grade loads the plugin itself, no conftest needed")]
+
+
+def check_extras() -> list[Finding]:
+    found = []
+    for extra, (modules, install) in EXTRAS.items():
+        missing = [m for m, _ in modules if importlib.util.find_spec(m) is None]
+        if missing:
+            found.append(Finding("warn", f"extra {extra}", f"missing {', '.join(missing)} ({install})"))
+        else:
+            versions = ", ".join(f"{d} {_version(d) or '?'}" for _, d in modules)
+            found.append(Finding("ok", f"extra {extra}", versions))
+    return found
+
+
+def check_judge_key(env=os.environ) -> list[Finding]:
+    """Present or not; the value itself is never read into the output."""
+    if env.get(JUDGE_KEY_ENV):
+        return [Finding("ok", "judge key", f"{JUDGE_KEY_ENV} is set (value not shown)")]
+    return [Finding("warn", "judge key", f"{JUDGE_KEY_ENV} is not set: usdgrade visual cannot call the judge")]
+
+
+def check_warp_cache(env=os.environ) -> list[Finding]:
+    path = Path(env.get("WARP_CACHE_PATH") or REPO_ROOT / ".warp-cache")
+    source = "WARP_CACHE_PATH" if env.get("WARP_CACHE_PATH") else "default"
+    if path.is_dir():
+        writable = os.access(path, os.W_OK)
+        kernels = sum(1 for _ in path.rglob("*") if _.is_file())
+        return [Finding("ok" if writable else "warn", "warp cache",
+                        f"{path} ({source}): {kernels} files{'' if writable else ', not writable'}")]
+    parent_ok = os.access(path.parent if path.parent.exists() else REPO_ROOT, os.W_OK)
+    return [Finding("ok" if parent_ok else "warn", "warp cache",
+                    f"{path} ({source}): not built yet (the first physical grade compiles it, about 20 s)"
+                    + ("" if parent_ok else "; its folder is not writable"))]
+
+
+def check_fixture_grade(case: Path, submission: Path, expected: float) -> list[Finding]:
+    """Grade as `usdgrade grade` does, in a child process started outside the checkout."""
+    if not (case / "profile.json").is_file() or not submission.is_dir():
+        return [Finding("warn", "fixture grade", f"no fixture case at {case} (not a checkout?): "
+                                                 "give --case CASE --submission DIR --expect R")]
+    with tempfile.TemporaryDirectory(prefix="usdgrade-doctor-") as tmp:
+        start = time.perf_counter()
+        run = subprocess.run([sys.executable, "-m", "usd_repair_verifier.scoring.cli", "grade", str(submission), "--case", str(case),
+                              "--out", str(Path(tmp) / "out")], cwd=tmp, capture_output=True, text=True)
+        seconds = time.perf_counter() - start
+        reward_file = Path(tmp) / "out" / "reward.json"
+        reward = None
+        if reward_file.is_file():
+            import json
+
+            reward = json.loads(reward_file.read_text()).get("authored_usd")
+    if reward == expected and run.returncode == 0:
+        return [Finding("ok", "fixture grade", f"{case.name}: reward {reward} as expected ({seconds:.1f} s)")]
+    tail = (run.stderr.strip().splitlines() or run.stdout.strip().splitlines() or ["no output"])[-1]
+    return [Finding("FAIL", "fixture grade", f"{case.name}: reward {reward}, expected {expected}, "
+                                             f"exit {run.returncode}: {tail}")]
+
+
+def run(args: argparse.Namespace) -> int:
+    findings = check_python_and_usd() + check_plugin() + check_extras() + check_judge_key() + check_warp_cache()
+    if not args.skip_grade:
+        case = Path(args.case) if args.case else DEMO_CASE
+        submission = Path(args.submission) if args.submission else DEMO_SUBMISSION
+        expected = args.expect if args.expect is not None else DEMO_REWARD
+        findings += check_fixture_grade(case.resolve(), submission.resolve(), expected)
+    for f in findings:
+        print(f"{f.level:<4}  {f.topic:<16} {f.text}")
+    failed = [f for f in findings if f.level == "FAIL"]
+    print(f"{len(failed)} problem(s)" if failed else "ready to grade")
+    return 1 if failed else 0
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser("doctor", help="check this installation: usd-core, plugin, extras, keys, a real grade")
+    p.add_argument("--case", help="a case to grade (default: the bundled demo case)")
+    p.add_argument("--submission", help="its submission (default: the bundled demo submission)")
+    p.add_argument("--expect", type=float, default=None, help=f"the expected reward (default {DEMO_REWARD})")
+    p.add_argument("--skip-grade", action="store_true", help="skip the fixture grade")
+    p.set_defaults(run=run)
+    return p

@@ -1,0 +1,224 @@
+"""From test records to a grade: tiny predicates, then ratios, then one outcome.
+
+The input is what pytest-json-report recorded for each test (outcome plus the
+`record` metadata a check or gate test attached); nothing here reads the
+submission. Steps, each separate:
+1. records      -> which tests errored, which expected ones are missing
+2. gates        -> validity, preservation, objective pass/fail
+3. checks       -> F (strict fraction) and S (mean semantic progress)
+4. one Status   -> the reward rule (README, "Reward") and the exit code
+5. closed book  -> a closed-book case's trajectory verdict may zero the reward
+"""
+from __future__ import annotations
+
+import dataclasses
+import enum
+import re
+from dataclasses import dataclass, field
+
+REWARD_CAP = 0.99
+INFRASTRUCTURE_EXIT = 3
+
+
+class Status(str, enum.Enum):
+    GRADED = "graded"
+    INVALID = "invalid"
+    PRESERVATION_FAILED = "preservation_failed"
+    PARTIAL = "partial"
+    INFRASTRUCTURE_ERROR = "infrastructure_error"
+    CLOSED_BOOK_VIOLATION = "closed_book_violation"
+    CLOSED_BOOK_UNVERIFIED = "closed_book_unverified"
+
+
+# What each outcome does with the outputs: write reward.json? which exit code (None: pytest's own)?
+OUTCOMES = {
+    Status.GRADED: (True, 0),
+    Status.INVALID: (True, 0),
+    Status.PRESERVATION_FAILED: (True, 0),
+    Status.PARTIAL: (False, None),
+    Status.INFRASTRUCTURE_ERROR: (True, INFRASTRUCTURE_EXIT),
+    # The grade itself worked: the agent's conduct zeroed it.
+    Status.CLOSED_BOOK_VIOLATION: (True, 0),
+    Status.CLOSED_BOOK_UNVERIFIED: (True, 0),
+}
+
+KINDS = ("check", "validity", "preservation", "objective")
+
+
+@dataclass(frozen=True)
+class TestRecord:
+    __test__ = False  # a record of a test, not a test class
+
+    nodeid: str
+    outcome: str                # passed | failed | error | skipped | xfailed ...
+    kind: str | None            # one of KINDS, None when the test recorded nothing
+    id: str | None              # check id or gate name
+    result: dict | None         # measurement or gate result as JSON
+    message: str = ""           # pytest's crash message, when there is one
+    seconds: float = 0.0        # the test's own call (measuring, judging), not its fixtures
+
+
+@dataclass(frozen=True)
+class Expected:
+    """The tests a full run must have run, by kind: check ids and gate names."""
+
+    ids: dict[str, tuple[str, ...]]
+
+
+@dataclass
+class Decision:
+    status: Status
+    authored_usd: float | None
+    submission_valid: bool | None = None
+    preservation_pass: bool | None = None
+    objective_success: bool | None = None
+    targeted_repair_fraction: float | None = None
+    targeted_semantic_score: float | None = None
+    infrastructure_error: str | None = None
+    missing: list[str] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)
+    raw_authored_usd: float | None = None   # the measured reward, before the closed-book rule
+
+
+def _message(test: dict) -> str:
+    """Why a test did not measure: the first crash message of a stage that did not pass.
+
+    Every key holding a stage counts (xdist files a crashed worker under "???");
+    xdist's "[gwN] linux -- Python ..." header lines are not a cause.
+    """
+    stages = [v for k, v in test.items() if isinstance(v, dict) and "outcome" in v and k not in ("metadata",)]
+    for details in stages:
+        if details.get("outcome") == "passed":
+            continue
+        crash = details.get("crash") or {}
+        if crash.get("message"):
+            return str(crash["message"])
+        lines = [l for l in str(details.get("longrepr") or "").strip().splitlines()
+                 if l.strip() and not re.match(r"\[gw\d+\] ", l)]
+        if lines:
+            return lines[-1]
+    return ""
+
+
+def records_from_report(json_report: dict) -> list[TestRecord]:
+    records = []
+    for test in json_report.get("tests", []):
+        record = (test.get("metadata") or {}).get("record") or {}
+        records.append(TestRecord(
+            nodeid=test["nodeid"],
+            outcome=test.get("outcome", "error"),
+            kind=record.get("kind"),
+            id=record.get("id"),
+            result=record.get("result"),
+            message=_message(test),
+            seconds=float((test.get("call") or {}).get("duration") or 0.0),
+        ))
+    return records
+
+
+# 1. records ---------------------------------------------------------------
+
+def errored(records: list[TestRecord]) -> list[TestRecord]:
+    """A test that raised instead of measuring, or failed without a result (a crashed worker)."""
+    return [r for r in records if r.outcome == "error" or (r.outcome == "failed" and r.result is None)]
+
+
+def results_by_kind(records: list[TestRecord]) -> dict[str, dict[str, dict]]:
+    found: dict[str, dict[str, dict]] = {k: {} for k in KINDS}
+    for r in records:
+        if r.kind in found and r.result is not None:
+            found[r.kind][r.id] = r.result
+    return found
+
+
+def missing(expected: Expected, found: dict[str, dict[str, dict]]) -> list[str]:
+    return [f"{kind}:{i}" for kind in KINDS for i in expected.ids.get(kind, ()) if i not in found[kind]]
+
+
+# 2. gates -----------------------------------------------------------------
+
+def all_passed(results: dict[str, dict]) -> bool:
+    return bool(results) and all(r.get("passed") is True for r in results.values())
+
+
+def failing_gates(results: dict[str, dict]) -> list[str]:
+    return [f"{name}: {r.get('reason', '')}" for name, r in results.items() if r.get("passed") is not True]
+
+
+# 3. checks ----------------------------------------------------------------
+
+def repair_fraction(checks: dict[str, dict]) -> float:
+    return sum(1 for m in checks.values() if m.get("passed") is True) / len(checks) if checks else 0.0
+
+
+def semantic_score(checks: dict[str, dict]) -> float:
+    # An unmeasured targeted check earns nothing: it cannot show a repair.
+    return sum(float(m.get("progress") or 0.0) for m in checks.values()) / len(checks) if checks else 0.0
+
+
+def reward(fraction: float, semantic: float, objective_success: bool) -> float:
+    r = 0.5 * fraction + 0.5 * semantic
+    return r if objective_success else min(r, REWARD_CAP)
+
+
+# 4. the outcome -----------------------------------------------------------
+
+def decide(records: list[TestRecord], expected: Expected, case_error: str | None = None) -> Decision:
+    if case_error:
+        return Decision(Status.INFRASTRUCTURE_ERROR, 0.0, infrastructure_error=case_error)
+    broken = errored(records)
+    if broken:
+        first = broken[0]
+        cause = f"{len(broken)} test(s) errored instead of measuring; first: {first.nodeid}: {first.message or first.outcome}"
+        return Decision(Status.INFRASTRUCTURE_ERROR, 0.0, infrastructure_error=cause)
+
+    found = results_by_kind(records)
+    checks = {i: found["check"][i] for i in expected.ids.get("check", ()) if i in found["check"]}
+    fraction, semantic = repair_fraction(checks), semantic_score(checks)
+    absent = missing(expected, found)
+    if absent:
+        return Decision(
+            Status.PARTIAL, None, targeted_repair_fraction=fraction, targeted_semantic_score=semantic, missing=absent,
+            reasons=[f"partial run: {len(absent)} required test(s) not run, no reward written"],
+        )
+
+    valid = all_passed(found["validity"])
+    if not valid:
+        return Decision(Status.INVALID, 0.0, submission_valid=False, targeted_repair_fraction=fraction,
+                        targeted_semantic_score=semantic, reasons=failing_gates(found["validity"]))
+    preserved = all_passed(found["preservation"])
+    objective_ok = all_passed(found["objective"])
+    if not preserved:
+        return Decision(Status.PRESERVATION_FAILED, 0.0, True, False, objective_ok, fraction, semantic,
+                        reasons=failing_gates(found["preservation"]))
+    value = reward(fraction, semantic, objective_ok)
+    return Decision(Status.GRADED, value, True, True, objective_ok, fraction, semantic,
+                    reasons=[] if objective_ok else objective_reasons(fraction, semantic, found["objective"]))
+
+
+def objective_reasons(fraction: float, semantic: float, objective: dict[str, dict]) -> list[str]:
+    """Why the objective failed, and whether that cost anything: the cap binds only above it."""
+    raw = 0.5 * fraction + 0.5 * semantic
+    if raw > REWARD_CAP:
+        prefix = f"capped at {REWARD_CAP:g} (R {raw:.4f}): objective not met: "
+    else:
+        prefix = f"objective not met (R {raw:.4f}, cap {REWARD_CAP:g} not reached): "
+    return [prefix + r for r in failing_gates(objective)]
+
+
+# 5. closed book -----------------------------------------------------------
+
+CLOSED_BOOK_STATUS = {"violation": Status.CLOSED_BOOK_VIOLATION, "unverified": Status.CLOSED_BOOK_UNVERIFIED}
+
+
+def apply_closed_book(decision: Decision, verdict_status: str | None, reason: str = "") -> Decision:
+    """A closed-book violation or an unverifiable trajectory zeroes a measured reward; the
+    measured one stays in raw_authored_usd, with every other figure. A partial run (no
+    reward) and an infrastructure error (not a score) are left as they are."""
+    raw = decision.authored_usd if decision.raw_authored_usd is None else decision.raw_authored_usd
+    status = CLOSED_BOOK_STATUS.get(verdict_status or "")
+    if status is None or decision.status in (Status.PARTIAL, Status.INFRASTRUCTURE_ERROR):
+        return dataclasses.replace(decision, raw_authored_usd=raw)
+    why = f"{status.value}: reward 0 (measured {raw:.4f}, status {decision.status.value}): {reason}"
+    return dataclasses.replace(decision, status=status, authored_usd=0.0, raw_authored_usd=raw,
+                               reasons=[why, *decision.reasons])

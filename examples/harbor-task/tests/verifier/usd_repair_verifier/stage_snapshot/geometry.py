@@ -1,0 +1,697 @@
+"""Component geometry: world-space triangle soups, surface samples, surface agreement.
+
+Pure, deterministic numeric building blocks for the "component geometry" check family
+(README, "What is measured"). Everything here is in SI metres and world space: a prim's points are
+taken through its full local-to-world matrix (rotation, non-uniform scale, shear,
+translation) and then multiplied by the stage's metersPerUnit.
+
+Determinism: the same inputs give bit-identical outputs. Randomness only comes from
+``numpy.random.Generator(numpy.random.PCG64(seed))``; nothing depends on set/dict
+iteration order; cKDTree queries run single-threaded (``workers=1``).
+
+Tessellation of implicit prims (fixed constants, so reference and candidate are
+tessellated identically):
+
+* ``SEGMENTS = 48`` vertices around every surface of revolution (sphere, capsule,
+  cylinder, cone and their ``_1`` variants). Chord sag 1 - cos(pi/48) = 0.21 % of the
+  radius; cap-disc area error (1 - sin(2pi/48)/(2pi/48)) = 0.29 %.
+* ``RINGS_PER_HALF_TURN = 24`` latitude steps over a half circle of arc: a sphere gets
+  24 rings (pole to pole), each hemispherical capsule cap 12; caps of a tapered
+  ``Capsule_1`` get a share proportional to their arc (at least 2).
+* A sphere is then 48 x 24 = 2,208 triangles, its area 0.43 % below 4 pi r^2; a capsule
+  or cylinder is within 0.3 %; a ``Cube`` and a ``Plane`` are exact (12 and 2 triangles).
+
+Mesh conventions: ``faceVertexCounts``/``faceVertexIndices`` are fan-triangulated (as
+Hydra does; a non-convex polygon is therefore triangulated the way a renderer shows it),
+faces with fewer than 3 vertices are skipped, ``holeIndices`` and subdivision are
+ignored (the control cage is the surface). ``orientation = leftHanded`` and mirroring
+world matrices flip the winding so that the soup's triangles keep the authored
+outward side. Malformed meshes (index out of range, counts not matching indices,
+no points, non-finite referenced points) give ``None``; nothing here raises on bad data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+import math
+
+import numpy as np
+from scipy.spatial import cKDTree
+
+from pxr import Usd, UsdGeom
+
+from . import typed_read
+
+__all__ = [
+    "SEGMENTS",
+    "RINGS_PER_HALF_TURN",
+    "TriangleSoup",
+    "matrix_to_numpy",
+    "read_mesh",
+    "prim_triangles",
+    "concatenate_soups",
+    "sample_surface",
+    "surface_agreement",
+    "split_placement_and_shape",
+    "rotation_angle_deg",
+]
+
+SEGMENTS = 48
+RINGS_PER_HALF_TURN = 24
+
+_EMPTY_POINTS = np.zeros((0, 3), dtype=np.float64)
+
+
+# --------------------------------------------------------------------------- soup
+
+
+@dataclass(frozen=True, eq=False)
+class TriangleSoup:
+    """World-space triangles in metres.
+
+    ``vertices``: (N, 3) float64; ``faces``: (M, 3) int64 indices into ``vertices``.
+    Only vertices referenced by a face are kept by :func:`prim_triangles`.
+    """
+
+    vertices: np.ndarray
+    faces: np.ndarray
+
+    @cached_property
+    def triangle_areas(self) -> np.ndarray:
+        """(M,) float64 area of each triangle (degenerate triangles have 0)."""
+        if len(self.faces) == 0:
+            return np.zeros(0, dtype=np.float64)
+        tri = self.vertices[self.faces]
+        cross = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
+        return 0.5 * np.sqrt(np.einsum("ij,ij->i", cross, cross))
+
+    @property
+    def area(self) -> float:
+        """Total surface area in square metres."""
+        return float(self.triangle_areas.sum())
+
+    @property
+    def bounds(self) -> np.ndarray:
+        """(2, 3) world axis-aligned bounds [min, max]; NaN for an empty soup."""
+        if len(self.vertices) == 0:
+            return np.full((2, 3), np.nan)
+        return np.stack([self.vertices.min(axis=0), self.vertices.max(axis=0)])
+
+    @property
+    def triangles(self) -> np.ndarray:
+        """(M, 3, 3) corner coordinates."""
+        return self.vertices[self.faces]
+
+    @property
+    def signed_volume(self) -> float:
+        """Divergence-theorem volume; meaningful only for a closed, consistently
+        oriented soup (positive when triangles face outwards)."""
+        if len(self.faces) == 0:
+            return 0.0
+        tri = self.vertices[self.faces]
+        return float(np.einsum("ij,ij->i", tri[:, 0], np.cross(tri[:, 1], tri[:, 2])).sum() / 6.0)
+
+
+def concatenate_soups(soups) -> TriangleSoup | None:
+    """One soup from several (``None`` entries skipped); ``None`` if nothing is left."""
+    parts = [s for s in soups if s is not None and len(s.faces)]
+    if not parts:
+        return None
+    verts, faces, offset = [], [], 0
+    for s in parts:
+        verts.append(s.vertices)
+        faces.append(s.faces + offset)
+        offset += len(s.vertices)
+    return TriangleSoup(np.concatenate(verts).astype(np.float64, copy=False),
+                        np.concatenate(faces).astype(np.int64, copy=False))
+
+
+# --------------------------------------------------------------------------- transforms
+
+
+def matrix_to_numpy(world) -> np.ndarray:
+    """(4, 4) float64 from a ``Gf.Matrix4d`` (or anything array-like). Row-vector
+    convention as in Gf: ``world_point = [x, y, z, 1] @ M``."""
+    m = np.array(world, dtype=np.float64)
+    if m.shape != (4, 4):
+        raise ValueError(f"expected a 4x4 matrix, got shape {m.shape}")
+    return m
+
+
+def _affine(world, meters_per_unit: float) -> tuple[np.ndarray, np.ndarray]:
+    """(A, t) in metres with ``world_m = local @ A + t``."""
+    m = matrix_to_numpy(world)
+    s = float(meters_per_unit)
+    return m[:3, :3] * s, m[3, :3] * s
+
+
+# Cyclic permutations (handedness preserved) that put a canonical +Z spine on the prim's
+# axis: actual = canonical @ P.
+_AXIS_PERMUTATION = {
+    "X": np.array([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]),
+    "Y": np.array([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]),
+    "Z": np.eye(3),
+}
+
+
+def has_surface(soup: TriangleSoup) -> bool:
+    """Finite vertices and a positive, finite area: something a renderer draws and a sampler can sample."""
+    area = soup.area
+    return bool(np.isfinite(soup.vertices).all() and math.isfinite(area) and area > 0.0)
+
+
+def axis_permutation(axis) -> np.ndarray:
+    """3x3 matrix P with ``actual = canonical @ P`` (canonical spine is +Z)."""
+    return _AXIS_PERMUTATION.get(str(axis) if axis is not None else "Z", _AXIS_PERMUTATION["Z"])
+
+
+def _get(prim: Usd.Prim, name: str, time, default=None):
+    """A size or axis through the typed reader: `default` when unauthored, None when unusable."""
+    attr = prim.GetAttribute(name)
+    if not attr:
+        return default
+    value, problem = typed_read.read(attr, "token" if name == "axis" else "real", time)
+    if problem:
+        return None
+    return default if value is None else value
+
+
+def _finite_nonneg(*values) -> bool:
+    return all(isinstance(v, (int, float)) and math.isfinite(v) and v >= 0 for v in values)
+
+
+# --------------------------------------------------------------------------- meshes
+
+
+def _fan_triangulate(counts: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    """Vectorized fan triangulation: face with n >= 3 vertices -> n - 2 triangles."""
+    starts = np.cumsum(counts) - counts
+    keep = counts >= 3
+    ntri = counts[keep] - 2
+    total = int(ntri.sum())
+    if total == 0:
+        return np.zeros((0, 3), dtype=np.int64)
+    first = np.repeat(starts[keep], ntri)
+    k = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(ntri) - ntri, ntri)
+    return np.stack([indices[first], indices[first + k + 1], indices[first + k + 2]], axis=1)
+
+
+def read_mesh(prim: Usd.Prim, time=Usd.TimeCode.Default()) -> tuple[np.ndarray, np.ndarray] | None:
+    """A ``UsdGeom.Mesh``'s local points (float64, only those referenced) and fan
+    triangles (int64, winding flipped for ``leftHanded``). ``None`` if malformed or empty."""
+    if not prim or not prim.IsA(UsdGeom.Mesh):
+        return None
+    mesh = UsdGeom.Mesh(prim)
+    pts = typed_read.value(mesh.GetPointsAttr(), "points", time=time)
+    counts = typed_read.value(mesh.GetFaceVertexCountsAttr(), "ints", time=time)
+    idx = typed_read.value(mesh.GetFaceVertexIndicesAttr(), "ints", time=time)
+    if pts is None or counts is None or idx is None or len(pts) == 0 or len(counts) == 0:
+        return None
+    points = np.asarray(pts, dtype=np.float64).reshape(-1, 3)
+    counts = np.asarray(counts, dtype=np.int64).reshape(-1)
+    idx = np.asarray(idx, dtype=np.int64).reshape(-1)
+    if (counts < 0).any() or int(counts.sum()) != len(idx) or len(idx) == 0:
+        return None
+    if idx.min() < 0 or idx.max() >= len(points):
+        return None
+    faces = _fan_triangulate(counts, idx)
+    if len(faces) == 0:
+        return None
+    used, inverse = np.unique(faces, return_inverse=True)
+    faces = inverse.reshape(-1, 3).astype(np.int64)
+    points = points[used]
+    if not np.isfinite(points).all():
+        return None
+    if typed_read.value(mesh.GetOrientationAttr(), "token", time=time) == "leftHanded":
+        faces = faces[:, [0, 2, 1]]
+    return points, faces
+
+
+# --------------------------------------------------------------------------- implicit prims
+
+
+def _lathe(profile: list[tuple[float, float]], segments: int = SEGMENTS) -> tuple[np.ndarray, np.ndarray]:
+    """Surface of revolution about +Z of a (rho, z) profile, ordered so that the surface
+    faces outwards (bottom pole -> outwards -> up -> inwards to the top pole). Profile
+    points with rho == 0 become single pole vertices."""
+    prof = []
+    for p in profile:
+        if not prof or (p[0] != prof[-1][0] or p[1] != prof[-1][1]):
+            prof.append((float(p[0]), float(p[1])))
+    theta = 2.0 * np.pi * np.arange(segments) / segments
+    ct, st = np.cos(theta), np.sin(theta)
+    verts, ring_index = [], []  # ring_index[i]: int (pole) or array of S ints
+    n = 0
+    for rho, z in prof:
+        if rho == 0.0:
+            verts.append(np.array([[0.0, 0.0, z]]))
+            ring_index.append(n)
+            n += 1
+        else:
+            verts.append(np.stack([rho * ct, rho * st, np.full(segments, z)], axis=1))
+            ring_index.append(np.arange(n, n + segments))
+            n += segments
+    faces = []
+    for i in range(len(prof) - 1):
+        lo, hi = ring_index[i], ring_index[i + 1]
+        lo_pole, hi_pole = np.isscalar(lo) or np.ndim(lo) == 0, np.isscalar(hi) or np.ndim(hi) == 0
+        if lo_pole and hi_pole:
+            continue
+        if lo_pole:
+            c, d = np.roll(hi, -1), hi
+            faces.append(np.stack([np.full(segments, lo), c, d], axis=1))
+        elif hi_pole:
+            a, b = lo, np.roll(lo, -1)
+            faces.append(np.stack([a, b, np.full(segments, hi)], axis=1))
+        else:
+            a, b, c, d = lo, np.roll(lo, -1), np.roll(hi, -1), hi
+            faces.append(np.stack([a, b, c], axis=1))
+            faces.append(np.stack([a, c, d], axis=1))
+    v = np.concatenate(verts).astype(np.float64)
+    f = np.concatenate(faces).astype(np.int64) if faces else np.zeros((0, 3), np.int64)
+    return v, f
+
+
+def _arc(center_z: float, radius: float, a0: float, a1: float, steps: int) -> list[tuple[float, float]]:
+    """Profile points on a circle (centre on the axis) from latitude a0 to a1 (radians)."""
+    out = []
+    for k in range(steps + 1):
+        a = a0 + (a1 - a0) * k / steps
+        if (k == 0 and a0 == -math.pi / 2) or (k == steps and a1 == math.pi / 2):
+            out.append((0.0, center_z + (radius if k else -radius)))  # exact pole
+            continue
+        out.append((max(radius * math.cos(a), 0.0), center_z + radius * math.sin(a)))
+    return out
+
+
+def _arc_steps(arc: float) -> int:
+    return max(2, int(math.ceil(arc / math.pi * RINGS_PER_HALF_TURN - 1e-9)))
+
+
+def round_cone_profile(radius_bottom: float, radius_top: float, height: float) -> list[tuple[float, float]]:
+    """(rho, z) profile of the convex hull of two spheres on the axis: bottom sphere at
+    z = -height/2, top at +height/2 (the Capsule / Capsule_1 shape, as Hydra tessellates it)."""
+    rb, rt, h = radius_bottom, radius_top, height
+    if h <= abs(rb - rt):  # one sphere swallows the other (also h == 0 with equal radii)
+        if rb >= rt:
+            return _arc(-h / 2, rb, -math.pi / 2, math.pi / 2, RINGS_PER_HALF_TURN)
+        return _arc(h / 2, rt, -math.pi / 2, math.pi / 2, RINGS_PER_HALF_TURN)
+    lat = math.asin((rb - rt) / h)  # latitude of the tangent circle on both spheres
+    bottom = _arc(-h / 2, rb, -math.pi / 2, lat, _arc_steps(lat + math.pi / 2))
+    top = _arc(h / 2, rt, lat, math.pi / 2, _arc_steps(math.pi / 2 - lat))
+    return bottom + top
+
+
+def _implicit_local(prim: Usd.Prim, time) -> tuple[np.ndarray, np.ndarray] | None:
+    """Local-space tessellation (points, faces) of an implicit prim, or None."""
+    if prim.IsA(UsdGeom.Cube):
+        size = _get(prim, "size", time, 2.0)
+        if not _finite_nonneg(size) or size <= 0:
+            return None
+        h = size / 2.0
+        v = np.array([[x, y, z] for x in (-h, h) for y in (-h, h) for z in (-h, h)], dtype=np.float64)
+        # corner index = 4*ix + 2*iy + iz; outward CCW quads
+        quads = [(0, 1, 3, 2), (4, 6, 7, 5), (0, 4, 5, 1), (2, 3, 7, 6), (0, 2, 6, 4), (1, 5, 7, 3)]
+        f = np.array([[q[0], q[1], q[2]] for q in quads] + [[q[0], q[2], q[3]] for q in quads], np.int64)
+        return v, f
+    if prim.IsA(UsdGeom.Sphere):
+        r = _get(prim, "radius", time, 1.0)
+        if not _finite_nonneg(r) or r <= 0:
+            return None
+        return _lathe(_arc(0.0, r, -math.pi / 2, math.pi / 2, RINGS_PER_HALF_TURN))
+    if prim.IsA(UsdGeom.Plane):
+        w, l = _get(prim, "width", time, 2.0), _get(prim, "length", time, 2.0)
+        if not _finite_nonneg(w, l) or w <= 0 or l <= 0:
+            return None
+        axis = str(_get(prim, "axis", time, "Z"))
+        # width/length directions per UsdGeomPlane (verified against ComputeExtent):
+        # X: width along Z, length along Y; Y: width along X, length along Z; Z: X and Y.
+        wdir, ldir, ndir = {"X": (2, 1, 0), "Y": (0, 2, 1)}.get(axis, (0, 1, 2))
+        v = np.zeros((4, 3))
+        for k, (sw, sl) in enumerate([(-1, -1), (1, -1), (1, 1), (-1, 1)]):
+            v[k, wdir] = sw * w / 2
+            v[k, ldir] = sl * l / 2
+        f = np.array([[0, 1, 2], [0, 2, 3]], np.int64)
+        e1, e2 = v[1] - v[0], v[2] - v[0]
+        if np.cross(e1, e2)[ndir] < 0:  # face the +axis side
+            f = f[:, [0, 2, 1]]
+        return v, f
+    profile = _revolution_profile(prim, time)
+    if profile is None:
+        return None
+    prof, axis = profile
+    v, f = _lathe(prof)
+    return v @ axis_permutation(axis), f
+
+
+def _revolution_profile(prim: Usd.Prim, time):
+    """((rho, z) profile, axis) for capsules, cylinders, cones; None if not one / invalid."""
+    axis = str(_get(prim, "axis", time, "Z"))
+    if prim.IsA(UsdGeom.Capsule):
+        r, h = _get(prim, "radius", time, 0.5), _get(prim, "height", time, 1.0)
+        if not _finite_nonneg(r, h) or r <= 0:
+            return None
+        return round_cone_profile(r, r, h), axis
+    if prim.IsA(UsdGeom.Capsule_1):
+        rt, rb = _get(prim, "radiusTop", time, 0.5), _get(prim, "radiusBottom", time, 0.5)
+        h = _get(prim, "height", time, 1.0)
+        if not _finite_nonneg(rt, rb, h) or max(rt, rb) <= 0:
+            return None
+        return round_cone_profile(rb, rt, h), axis
+    if prim.IsA(UsdGeom.Cylinder):
+        r, h = _get(prim, "radius", time, 1.0), _get(prim, "height", time, 2.0)
+        if not _finite_nonneg(r, h) or r <= 0 or h <= 0:
+            return None
+        return [(0.0, -h / 2), (r, -h / 2), (r, h / 2), (0.0, h / 2)], axis
+    if prim.IsA(UsdGeom.Cylinder_1):
+        rt, rb = _get(prim, "radiusTop", time, 1.0), _get(prim, "radiusBottom", time, 1.0)
+        h = _get(prim, "height", time, 2.0)
+        if not _finite_nonneg(rt, rb, h) or max(rt, rb) <= 0 or h <= 0:
+            return None
+        return [(0.0, -h / 2), (rb, -h / 2), (rt, h / 2), (0.0, h / 2)], axis
+    if prim.IsA(UsdGeom.Cone):
+        r, h = _get(prim, "radius", time, 1.0), _get(prim, "height", time, 2.0)
+        if not _finite_nonneg(r, h) or r <= 0 or h <= 0:
+            return None
+        return [(0.0, -h / 2), (r, -h / 2), (0.0, h / 2)], axis
+    return None
+
+
+def prim_triangles(prim: Usd.Prim, world, meters_per_unit: float,
+                   time=Usd.TimeCode.Default()) -> TriangleSoup | None:
+    """World-space (metres) triangles of a geometric prim.
+
+    ``world`` is the prim's local-to-world ``Gf.Matrix4d`` (e.g. from
+    ``UsdGeom.XformCache.GetLocalToWorldTransform``); it is applied in full (scale,
+    shear, rotation, translation), then everything is multiplied by ``meters_per_unit``.
+    Supports Mesh, Cube, Sphere, Capsule, Capsule_1, Cylinder, Cylinder_1, Cone, Plane.
+    Returns ``None`` for anything else, for malformed or degenerate data (non-positive
+    sizes, bad indices, no points) and for non-finite matrices.
+    """
+    if not prim:
+        return None
+    if prim.IsA(UsdGeom.Mesh):
+        local = read_mesh(prim, time)
+    elif prim.IsA(UsdGeom.Gprim):
+        local = _implicit_local(prim, time)
+    else:
+        return None
+    if local is None:
+        return None
+    points, faces = local
+    try:
+        A, t = _affine(world, meters_per_unit)
+    except ValueError:
+        return None
+    if not (np.isfinite(A).all() and np.isfinite(t).all()):
+        return None
+    verts = points @ A + t
+    if np.linalg.det(A) < 0:
+        faces = faces[:, [0, 2, 1]]
+    return TriangleSoup(np.ascontiguousarray(verts, dtype=np.float64),
+                        np.ascontiguousarray(faces, dtype=np.int64))
+
+
+# --------------------------------------------------------------------------- sampling
+
+
+def sample_surface(soup: TriangleSoup | None, count: int, seed: int) -> np.ndarray:
+    """(count, 3) area-weighted uniform samples on the soup's surface.
+
+    Bit-identical for the same (soup bytes, count, seed). An empty, zero-area or missing
+    soup, or count <= 0, gives a (0, 3) array. Zero-area triangles are never chosen.
+    """
+    count = int(count)
+    if soup is None or count <= 0 or len(soup.faces) == 0:
+        return _EMPTY_POINTS.copy()
+    areas = soup.triangle_areas
+    cdf = np.cumsum(areas)
+    total = float(cdf[-1])
+    if not (total > 0.0 and math.isfinite(total)):
+        return _EMPTY_POINTS.copy()
+    rng = np.random.Generator(np.random.PCG64(int(seed)))
+    r = rng.random(count) * total
+    idx = np.minimum(np.searchsorted(cdf, r, side="right"), len(cdf) - 1)
+    uv = rng.random((2, count))
+    su = np.sqrt(uv[0])
+    w1 = su * (1.0 - uv[1])
+    w2 = su * uv[1]
+    w0 = 1.0 - su
+    f = soup.faces[idx]
+    v = soup.vertices
+    return w0[:, None] * v[f[:, 0]] + w1[:, None] * v[f[:, 1]] + w2[:, None] * v[f[:, 2]]
+
+
+# --------------------------------------------------------------------------- agreement
+
+
+def _as_points(p) -> np.ndarray:
+    a = np.asarray(p, dtype=np.float64)
+    if a.size == 0:
+        return _EMPTY_POINTS
+    return a.reshape(-1, 3)
+
+
+def surface_agreement(reference_points, candidate_points, tolerance: float) -> dict:
+    """Symmetric agreement of two sampled surfaces (metres).
+
+    Keys (plain Python numbers):
+      ``mean_distance``  mean of the two directed mean nearest-neighbour distances (chamfer)
+      ``p95_distance``   max of the two directed 95th percentiles
+      ``hausdorff``      max of the two directed maxima
+      ``reference_to_candidate_mean``, ``candidate_to_reference_mean``
+      ``precision``      share of candidate points within ``tolerance`` of the reference
+      ``recall``         share of reference points within ``tolerance`` of the candidate
+      ``fscore``         harmonic mean of precision and recall (0 when both are 0)
+      ``n_reference``, ``n_candidate``, ``tolerance``
+    Either set empty: distances ``inf``, precision/recall/fscore 0. Sampling noise: two
+    independent sample sets of the same surface of area A with n points each sit about
+    ``0.5 * sqrt(A / n)`` apart on average, so ``tolerance`` should be several times that.
+    """
+    ref, cand = _as_points(reference_points), _as_points(candidate_points)
+    tol = float(tolerance)
+    out = {"n_reference": int(len(ref)), "n_candidate": int(len(cand)), "tolerance": tol}
+    if len(ref) == 0 or len(cand) == 0:
+        inf = float("inf")
+        out.update(mean_distance=inf, p95_distance=inf, hausdorff=inf,
+                   reference_to_candidate_mean=inf, candidate_to_reference_mean=inf,
+                   precision=0.0, recall=0.0, fscore=0.0)
+        return out
+    d_rc, _ = cKDTree(cand).query(ref, k=1, workers=1)
+    d_cr, _ = cKDTree(ref).query(cand, k=1, workers=1)
+    precision = float(np.count_nonzero(d_cr <= tol)) / len(cand)
+    recall = float(np.count_nonzero(d_rc <= tol)) / len(ref)
+    f = 0.0 if precision + recall == 0 else 2.0 * precision * recall / (precision + recall)
+    m_rc, m_cr = float(d_rc.mean()), float(d_cr.mean())
+    out.update(
+        mean_distance=0.5 * (m_rc + m_cr),
+        p95_distance=float(max(np.percentile(d_rc, 95), np.percentile(d_cr, 95))),
+        hausdorff=float(max(d_rc.max(), d_cr.max())),
+        reference_to_candidate_mean=m_rc,
+        candidate_to_reference_mean=m_cr,
+        precision=precision,
+        recall=recall,
+        fscore=float(f),
+    )
+    return out
+
+
+# --------------------------------------------------------------------------- placement vs shape
+
+
+def rotation_angle_deg(rotation: np.ndarray) -> float:
+    """Angle (degrees, 0..180) of a 3x3 rotation matrix."""
+    c = (float(np.trace(rotation)) - 1.0) / 2.0
+    return float(math.degrees(math.acos(min(1.0, max(-1.0, c)))))
+
+
+def _principal_axes(centered: np.ndarray) -> np.ndarray:
+    """Columns: principal axes (largest variance first), right-handed."""
+    # einsum (no BLAS): a fixed summation order whatever the thread count
+    cov = np.einsum("ni,nj->ij", centered, centered) / max(len(centered), 1)
+    _, vecs = np.linalg.eigh(cov)
+    e = vecs[:, ::-1].copy()
+    if np.linalg.det(e) < 0:
+        e[:, 2] = -e[:, 2]
+    return e
+
+
+def _proper_signed_permutations() -> list[np.ndarray]:
+    """The 24 rotations of the cube (signed permutation matrices with det +1), fixed order."""
+    out = []
+    perms = [(0, 1, 2), (0, 2, 1), (1, 0, 2), (1, 2, 0), (2, 0, 1), (2, 1, 0)]
+    for p in perms:
+        for sx in (1, -1):
+            for sy in (1, -1):
+                for sz in (1, -1):
+                    m = np.zeros((3, 3))
+                    m[0, p[0]], m[1, p[1]], m[2, p[2]] = sx, sy, sz
+                    if np.linalg.det(m) > 0:
+                        out.append(m)
+    return out
+
+
+_CUBE_ROTATIONS = _proper_signed_permutations()
+
+
+def _kabsch(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """R, t minimising sum |R x + t - y|^2 (x, y: (K, 3) corresponding rows)."""
+    mx, my = x.mean(axis=0), y.mean(axis=0)
+    h = np.einsum("ni,nj->ij", x - mx, y - my)  # no BLAS: thread-count independent
+    u, _, vt = np.linalg.svd(h)
+    d = 1.0 if np.linalg.det(vt.T @ u.T) >= 0 else -1.0
+    r = vt.T @ np.diag([1.0, 1.0, d]) @ u.T
+    return r, my - r @ mx
+
+
+def _chamfer(ref, cand, tree_ref, tree_cand, r, t) -> float:
+    d1, _ = tree_cand.query(ref @ r.T + t, k=1, workers=1)
+    d2, _ = tree_ref.query((cand - t) @ r, k=1, workers=1)
+    return 0.5 * (float(d1.mean()) + float(d2.mean()))
+
+
+def _icp(ref, cand, tree_ref, tree_cand, r, t, iterations):
+    """Symmetric point-to-point ICP from (r, t): each iteration pairs every reference
+    point with its nearest candidate and every candidate with its nearest (inversely
+    moved) reference point, then solves Kabsch on all pairs; stops when the chamfer
+    distance improves by less than 0.1 %. Returns (r, t)."""
+    previous = float("inf")
+    for _ in range(iterations):
+        d1, j1 = tree_cand.query(ref @ r.T + t, k=1, workers=1)
+        d2, j2 = tree_ref.query((cand - t) @ r, k=1, workers=1)  # r^T (y - t), row form
+        score = 0.5 * (float(d1.mean()) + float(d2.mean()))
+        if score >= previous * (1.0 - 1e-3):
+            break
+        previous = score
+        r, t = _kabsch(np.concatenate([ref, ref[j2]]), np.concatenate([cand[j1], cand]))
+    return r, t
+
+
+def _stride(a: np.ndarray, n: int) -> np.ndarray:
+    step = max(1, int(math.ceil(len(a) / n)))
+    return a[::step]
+
+
+def split_placement_and_shape(reference_points, candidate_points, tolerance: float | None = None,
+                              *, iterations: int = 40, coarse_points: int = 400,
+                              coarse_iterations: int = 6, fine_points: int = 4000,
+                              tie_ratio: float = 1.10) -> dict:
+    """Tell a moved part from a reshaped part.
+
+    Fits the rigid motion that carries the reference samples onto the candidate samples
+    (samples are independent, so no correspondences): initial guesses are the identity
+    (pure translation) and the 24 principal-axis alignments (centroid + PCA frames, every
+    axis order and sign, which also covers shapes whose principal axes are degenerate);
+    each is refined with a few iterations of symmetric point-to-point ICP (cKDTree) on a
+    deterministic stride subsample of ``coarse_points``; the distinct best few are
+    refined on up to ``fine_points`` and scored (chamfer) on all points.
+
+    Returns (numpy arrays for vectors/matrices, plain floats otherwise):
+      ``rotation``        3x3 R of the fit ``candidate ~ R @ reference + t``
+      ``rotation_deg``    its angle
+      ``translation``     (3,) displacement of the reference centroid under the fit (metres)
+      ``translation_m``   its length
+      ``residual``        :func:`surface_agreement` of the aligned reference vs candidate:
+                          the shape error once placement is factored out
+      ``unaligned``       :func:`surface_agreement` before alignment (placement + shape)
+      ``tolerance``       the F-score tolerance used (default: 1 % of the reference's
+                          bounding-box diagonal)
+    A moved or rotated part gives a residual near the sampling noise; a scaled or
+    corrupted one a large residual.
+
+    Symmetric shapes: all fits whose chamfer score is within ``tie_ratio`` of the best
+    are equally good, and the one with the smallest rotation angle is reported (a cube
+    turned by 90 degrees reports ~0 degrees and a ~0 residual). The reported rotation
+    is therefore ambiguous for symmetric parts: judge placement on the surface distance
+    (``unaligned``), not on the rotation alone.
+    """
+    ref, cand = _as_points(reference_points), _as_points(candidate_points)
+    if len(ref) == 0 or len(cand) == 0:
+        tol = float(tolerance) if tolerance is not None else 0.0
+        empty = surface_agreement(ref, cand, tol)
+        return {"rotation": np.eye(3), "rotation_deg": float("nan"),
+                "translation": np.full(3, np.nan), "translation_m": float("nan"),
+                "residual": empty, "unaligned": empty, "tolerance": tol}
+    if tolerance is None:
+        lo, hi = ref.min(axis=0), ref.max(axis=0)
+        tolerance = 0.01 * float(np.linalg.norm(hi - lo))
+    tol = float(tolerance)
+
+    c_r, c_c = ref.mean(axis=0), cand.mean(axis=0)
+    e_r, e_c = _principal_axes(ref - c_r), _principal_axes(cand - c_c)
+    inits = [np.eye(3)] + [e_c @ g @ e_r.T for g in _CUBE_ROTATIONS]
+
+    # coarse: every start on a small deterministic stride subsample
+    ref_s, cand_s = _stride(ref, coarse_points), _stride(cand, coarse_points)
+    tree_rs, tree_cs = cKDTree(ref_s), cKDTree(cand_s)
+    coarse = []
+    for k, r0 in enumerate(inits):
+        r, t = _icp(ref_s, cand_s, tree_rs, tree_cs, r0, c_c - r0 @ c_r, coarse_iterations)
+        coarse.append((_chamfer(ref_s, cand_s, tree_rs, tree_cs, r, t), k, r, t))
+    best_coarse = min(e[0] for e in coarse)
+    # refine the best coarse fit and, if different, the smallest rotation among the
+    # coarse fits that tie with it (symmetric shapes)
+    first = min(coarse, key=lambda e: (e[0], e[1]))
+    tied = [e for e in coarse if e[0] <= best_coarse * 1.25 + 1e-15]
+    smallest = min(tied, key=lambda e: (round(rotation_angle_deg(e[2]), 6), e[0], e[1]))
+    shortlist = [first] if smallest[1] == first[1] else [first, smallest]
+
+    ref_f, cand_f = _stride(ref, fine_points), _stride(cand, fine_points)
+    tree_rf, tree_cf = cKDTree(ref_f), cKDTree(cand_f)
+    tree_r, tree_c = cKDTree(ref), cKDTree(cand)
+    fine = []
+    for _, k, r0, t0 in shortlist:
+        r, t = _icp(ref_f, cand_f, tree_rf, tree_cf, r0, t0, iterations)
+        fine.append((_chamfer(ref, cand, tree_r, tree_c, r, t), k, r, t))
+    best = min(e[0] for e in fine)
+    ties = [e for e in fine if e[0] <= best * tie_ratio + 1e-15]
+    s, k, r, t = min(ties, key=lambda e: (round(rotation_angle_deg(e[2]), 6), e[0], e[1]))
+
+    moved = ref @ r.T + t
+    translation = (r @ c_r + t) - c_r
+    return {
+        "rotation": r,
+        "rotation_deg": rotation_angle_deg(r),
+        "translation": translation,
+        "translation_m": float(np.linalg.norm(translation)),
+        "residual": surface_agreement(moved, cand, tol),
+        "unaligned": surface_agreement(ref, cand, tol),
+        "tolerance": tol,
+    }
+
+
+def fit_corresponding(reference_points, candidate_points) -> dict:
+    """Rigid fit of point sets whose rows correspond (same seed, same triangles).
+
+    Exact Kabsch: `rotation_deg` and `translation_m` of candidate ~ R @ reference + t,
+    and the mean distance left after the fit (`residual_m`, the shape change).
+    """
+    ref, cand = _as_points(reference_points), _as_points(candidate_points)
+    r, t = _kabsch(ref, cand)
+    moved = ref @ r.T + t
+    return {
+        "rotation_deg": rotation_angle_deg(r),
+        "translation_m": float(np.linalg.norm(moved.mean(axis=0) - ref.mean(axis=0))),
+        "residual_m": float(np.linalg.norm(moved - cand, axis=1).mean()),
+    }
+
+
+def surface_distances(points, vertices, faces, candidates: int = 16) -> np.ndarray:
+    """Distance from each point to the triangle surface (vertices, faces), in metres.
+
+    Exact point-triangle distances to the `candidates` triangles whose centroids
+    are nearest: independent of how either side was sampled or triangulated.
+    """
+    from .colliders import _point_triangle_distance
+
+    pts = _as_points(points)
+    tris = np.asarray(vertices, dtype=np.float64)[np.asarray(faces, dtype=np.int64)]
+    if len(pts) == 0 or len(tris) == 0 or not (np.isfinite(pts).all() and np.isfinite(tris).all()):
+        return np.full(len(pts), np.inf)  # nothing to measure against: as far as can be
+    k = min(candidates, len(tris))
+    _, index = cKDTree(tris.mean(axis=1)).query(pts, k=k, workers=1)
+    index = np.asarray(index).reshape(len(pts), k)
+    near = tris[index.reshape(-1)]
+    d = _point_triangle_distance(np.repeat(pts, k, axis=0), near[:, 0], near[:, 1], near[:, 2])
+    return np.asarray(d).reshape(len(pts), k).min(axis=1)
