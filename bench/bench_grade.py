@@ -259,7 +259,10 @@ def ensure_grading_venv(timeout: float) -> str:
         _, _, proc = run_child([sys.executable, "-m", "venv", str(GRADE_VENV)], timeout)
         if proc.returncode != 0:
             raise ChildFailed(f"venv failed: {proc.stderr.strip()[-200:]}")
-    _, _, proc = run_child([str(py), "-c", "import scoring, sys; print(scoring.__file__)"], 120)
+    # Run from outside the checkout: from inside it `import scoring` succeeds without any install.
+    # pxr stands for the dependencies (an interrupted install can leave the verifier without them).
+    _, _, proc = run_child([str(py), "-c", "import pxr, scoring, sys; print(scoring.__file__)"], 120,
+                           cwd=Path(tempfile.gettempdir()))
     if proc.returncode != 0 or not proc.stdout.strip().startswith(str(REPO)):
         _, _, proc = run_child([str(py), "-m", "pip", "install", "-q", "-e", str(REPO)], timeout)
         if proc.returncode != 0:
