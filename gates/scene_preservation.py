@@ -54,8 +54,8 @@ def physics_scene(cmp: Comparison, profile: Profile) -> GateResult:
 
 def _pair_scenes(cost: np.ndarray) -> list[tuple[int, int]]:
     """The cheapest one-to-one pairing of reference and candidate scenes (equal counts).
-    One scene on each side (the usual stage) is its own pairing: scipy.optimize, a fifth of a
-    small grade's imports, is loaded only to pair several."""
+    One scene on each side (the usual stage) is its own pairing: scipy.optimize (with its
+    linear programming and minimisers) is imported only to pair several."""
     if cost.shape == (1, 1):
         return [(0, 0)]
     from scipy.optimize import linear_sum_assignment

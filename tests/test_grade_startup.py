@@ -2,7 +2,7 @@
 
 Speed itself is measured by bench/bench_grade.py; these tests pin the mechanisms that keep a
 small grade's start-up short, so a change that quietly brings the cost back fails here:
-the solver modules a small asset never needs stay unimported, and the measuring code's
+the scipy modules a small asset never needs stay unimported, and the measuring code's
 imports are taken out of the garbage collector's later passes.
 """
 from __future__ import annotations
@@ -31,7 +31,7 @@ def pytest_unconfigure(config):
 '''
 
 
-def test_a_small_grade_loads_no_solver_and_freezes_its_imports(tmp_path):
+def test_a_grade_of_primitives_imports_no_scipy_and_freezes_its_imports(tmp_path):
     probe_out = tmp_path / "probe.json"
     (tmp_path / "startup_probe.py").write_text(PROBE.format(out=str(probe_out)))
     result = run_grade(CARTPOLE, CARTPOLE / "reference", tmp_path / "out", ("-p", "startup_probe"),
@@ -41,10 +41,10 @@ def test_a_small_grade_loads_no_solver_and_freezes_its_imports(tmp_path):
     seen = json.loads(probe_out.read_text())
     modules = set(seen["modules"])
     assert "scoring.session" in modules  # the probe saw a process that measured
-    # scipy.optimize (linear programming, minimisers...) comes only with a matching that is not
-    # obvious; trimesh only with mesh mass properties. Neither is needed for this asset.
-    assert not {m for m in modules if m == "scipy.optimize" or m.startswith("scipy.optimize.")}
-    assert not {m for m in modules if m.split(".")[0] == "trimesh"}
+    # scipy comes only with what this asset of primitives does not need: a matching that is not
+    # obvious (scipy.optimize), nearest-neighbour searches and convex hulls (scipy.spatial);
+    # trimesh only with mesh mass properties.
+    assert not {m for m in modules if m.split(".")[0] in ("scipy", "trimesh")}
     # The measuring code's imports were moved out of reach of later collections.
     assert seen["frozen"] > 10_000
 
