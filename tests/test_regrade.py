@@ -108,6 +108,19 @@ def test_planted_conftest_and_ini_in_a_submission_never_run_in_the_warm_grader(g
     assert grade["status"] == "graded" and grade["authored_usd"] == 0.0
 
 
+def test_graded_sessions_do_not_outlive_their_items(grader):
+    """A worker grades hundreds of items: none may keep an earlier session (snapshots, measurements)."""
+    import gc
+
+    from scoring.session import GradingSession
+
+    for case, side in (("gen_cartpole_1", "reference"), ("gen_cartpole_1", "input"), ("ant_two_joint_faults", "input")):
+        grader.grade(Item(f"{case}-{side}", str(CASES / case), str(CASES / case / side)))
+    gc.collect()
+    alive = [o for o in gc.get_objects() if isinstance(o, GradingSession)]
+    assert len(alive) <= 1, f"{len(alive)} sessions still alive after 3 items"
+
+
 def test_a_case_that_is_not_there_is_an_infrastructure_error(grader, tmp_path):
     result = grader.grade(Item("gone", str(tmp_path / "no-case"), str(DEMO)))
     grade = json.loads(result.grade_text)
