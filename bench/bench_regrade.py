@@ -5,7 +5,8 @@
 Builds one Harbor-shaped job folder of N stored submissions (default 200; --quick 24) over four
 fixture cases, rotating through each case's reference, its input, the demo's one-fault repair
 and partial repairs (the reference with one of the case's faults injected), then grades them all:
-  (a) fresh    one `python -m pytest checks ...` process per submission, J at a time
+  (a) fresh    one `python -m pytest checks ...` process per submission, J at a time, with the
+               verifier's plugins only (--disable-plugin-autoload, as the warm engines' sessions)
   (b) local    `usdgrade regrade --engine local -j J`
   (c) ray      `usdgrade regrade --engine ray -j J` (a local Ray cluster of J CPUs, started on the spot)
 and prints wall time (start-up included), grades per minute, CPU seconds per grade (all processes,
@@ -82,8 +83,11 @@ def run_fresh(job: Path, out: Path, jobs: int) -> float:
     def one(trial: Path) -> None:
         case = REPO / "fixtures" / "cases" / json.loads((trial / "result.json").read_text())["task_name"]
         target = out / "fresh" / job.name / trial.name
+        # The plugins the warm engines' sealed sessions load, no others: a plugin installed beside
+        # the verifier (hypothesis in a development venv: about 0.8 s) would slow the fresh grades only.
         subprocess.run([sys.executable, "-m", "pytest", "checks", "--case", str(case), "--submission",
-                        str(trial / "artifacts" / "app"), "--out", str(target), "-q", "-p", "no:cacheprovider"],
+                        str(trial / "artifacts" / "app"), "--out", str(target), "-q", "-p", "no:cacheprovider",
+                        "--disable-plugin-autoload", "-p", "pytest_jsonreport.plugin"],
                        cwd=REPO, capture_output=True, check=False)
 
     start, cpu = time.perf_counter(), _children_cpu()

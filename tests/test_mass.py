@@ -668,3 +668,39 @@ def test_unrecognised_collider_with_its_own_mass_is_reported_not_raised():
     assert mp.mass == approx(1005.0)
     assert not all(math.isfinite(v) for v in mp.principal_inertia)
     assert any("non-finite" in n for n in mp.notes)
+
+
+# --- principal axes: the quaternion of a rotation matrix, without scipy.spatial -----------------
+
+def _rotations(count: int, seed: int):
+    """Random rotations, axis-aligned and near-axis ones (as assets author them), and the
+    column-permuted, sign-fixed matrices mass.py builds from them."""
+    rng = np.random.default_rng(seed)
+    for n in range(count):
+        q = rng.normal(size=4)
+        if n % 4 == 1:
+            q = np.zeros(4)
+            q[rng.integers(4)] = 1.0
+            q[rng.integers(4)] += rng.choice([0.0, 1.0, 0.5, 1e-9])
+        r = Rotation.from_quat(q / np.linalg.norm(q)).as_matrix()
+        if n % 3 == 2:
+            r = r[:, rng.permutation(3)]
+            if np.linalg.det(r) < 0:
+                r[:, 0] = -r[:, 0]
+        yield r
+
+
+def test_the_quaternion_of_a_rotation_is_scipys_bit_for_bit():
+    """Grades must not move: every principal-axes quaternion is the one scipy computed before."""
+    for r in _rotations(20_000, seed=3):
+        assert list(mass_mod._quat_xyzw_of_rotation(r)) == Rotation.from_matrix(r).as_quat().tolist(), r.tolist()
+    # each of Shepperd's four formulas is exercised: identity (trace) and a half turn about each axis
+    for r in (np.eye(3), np.diag([1.0, -1.0, -1.0]), np.diag([-1.0, 1.0, -1.0]), np.diag([-1.0, -1.0, 1.0])):
+        assert list(mass_mod._quat_xyzw_of_rotation(r)) == Rotation.from_matrix(r).as_quat().tolist()
+
+
+def test_a_matrix_that_is_not_a_rotation_goes_to_scipy():
+    skewed = np.array([[0.0, -0.5, 0.0], [0.5, 0.0, 0.0], [0.0, 0.0, 0.5]])  # scipy orthogonalises it
+    assert list(mass_mod._quat_xyzw_of_rotation(skewed)) == Rotation.from_matrix(skewed).as_quat().tolist()
+    with pytest.raises(ValueError):  # a reflection: scipy's own refusal, unchanged
+        mass_mod._quat_xyzw_of_rotation(np.diag([1.0, 1.0, -1.0]))

@@ -7,6 +7,7 @@ command must resume, select and summarise.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -107,6 +108,19 @@ def test_planted_conftest_and_ini_in_a_submission_never_run_in_the_warm_grader(g
     assert grade["status"] == "graded" and grade["authored_usd"] == 0.0
 
 
+def test_graded_sessions_do_not_outlive_their_items(grader):
+    """A worker grades hundreds of items: none may keep an earlier session (snapshots, measurements)."""
+    import gc
+
+    from scoring.session import GradingSession
+
+    for case, side in (("gen_cartpole_1", "reference"), ("gen_cartpole_1", "input"), ("ant_two_joint_faults", "input")):
+        grader.grade(Item(f"{case}-{side}", str(CASES / case), str(CASES / case / side)))
+    gc.collect()
+    alive = [o for o in gc.get_objects() if isinstance(o, GradingSession)]
+    assert len(alive) <= 1, f"{len(alive)} sessions still alive after 3 items"
+
+
 def test_a_case_that_is_not_there_is_an_infrastructure_error(grader, tmp_path):
     result = grader.grade(Item("gone", str(tmp_path / "no-case"), str(DEMO)))
     grade = json.loads(result.grade_text)
@@ -161,6 +175,21 @@ def test_pool_contains_hangs_and_dying_workers(tmp_path):
     for key in ("flaky-1", "ok-1", "ok-2"):
         assert grades[key]["status"] == "graded" and grades[key]["authored_usd"] == 1.0, key
     assert results["flaky-1"].attempts == 2
+
+
+def test_a_timed_out_item_does_not_stop_its_pool(tmp_path):
+    """One worker: the item after a hang can only be graded by the worker that replaced it."""
+    case = CASES / "gen_cartpole_1"
+    items = []
+    for key in ("hang-1", "ok-1"):
+        app = tmp_path / key / "app"
+        shutil.copytree(case / "reference", app)
+        items.append(Item(key, str(case), str(app)))
+    results = {r.key: r for r in _FaultyPool(1, time_limit=20.0).run(items)}
+    hung, after = json.loads(results["hang-1"].grade_text), json.loads(results["ok-1"].grade_text)
+    assert hung["status"] == "infrastructure_error" and results["hang-1"].exit_code == 3
+    assert hung["infrastructure_error"] == "time limit of 20 s exceeded: the grade did not finish"
+    assert after["status"] == "graded" and after["authored_usd"] == 1.0
 
 
 def _job(root: Path, trials: list[tuple[str, Path, float | None, str]]) -> Path:
@@ -233,6 +262,42 @@ def test_ray_engine_gives_the_local_engines_grades(tmp_path):
     local = {p.parent.name: _without_timings(p.read_text()) for p in (tmp_path / "local").rglob("grade.json")}
     ray_ = {p.parent.name: _without_timings(p.read_text()) for p in (tmp_path / "ray").rglob("grade.json")}
     assert len(local) == 3 and local == ray_
+
+
+RAY_UNSHARED = """
+import json, sys
+from scoring.ray_engine import InputsNotShared, RayEngine
+from scoring.warm import Item
+
+case, readable, missing = sys.argv[1:4]
+items = [Item("readable", case, readable), Item("missing", case, missing)]
+engine = RayEngine(2, 60.0)
+graded = []
+try:
+    for result in engine.run(items):
+        graded.append(result.key)
+    print(json.dumps({"raised": None, "graded": graded}))
+except InputsNotShared as error:
+    import ray
+    print(json.dumps({"raised": str(error), "graded": graded, "cpus": ray.cluster_resources().get("CPU")}))
+"""
+
+
+def test_ray_checks_every_node_reads_the_inputs_before_grading_anything(tmp_path):
+    """On a local 2-CPU cluster: a submission folder a node cannot read stops the run up front."""
+    pytest.importorskip("ray", reason="the ray extra is not installed")
+    import subprocess
+
+    case = CASES / "gen_cartpole_1"
+    missing = tmp_path / "not-on-this-node" / "app"
+    proc = subprocess.run([sys.executable, "-c", RAY_UNSHARED, str(case), str(case / "reference"), str(missing)],
+                          cwd=REPO, capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    outcome = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert outcome["graded"] == []  # not even the readable item
+    assert outcome["cpus"] == 2
+    assert "cannot read 1 input folder(s)" in outcome["raised"] and str(missing) in outcome["raised"]
+    assert "filesystem every node shares" in outcome["raised"]
 
 
 def test_regrade_the_records_store(tmp_path):
