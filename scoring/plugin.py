@@ -194,7 +194,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 def _import_measuring_code() -> type[GradingSession]:
-    """scoring.session and what it imports (pxr, numpy, scipy, every check family).
+    """usd_repair_verifier.scoring.session and what it imports (pxr, numpy, scipy, every check family).
 
     The first import creates most of the objects the process will ever hold, all of them
     permanent. The cyclic garbage collector would scan the growing heap over and over while
@@ -202,7 +202,7 @@ def _import_measuring_code() -> type[GradingSession]:
     the session would scan it all again: collection is paused for the import, and what exists
     after it is moved out of every later collection's reach (gc.freeze). A process that has
     imported it before (a warm worker, which froze its own imports) changes nothing here."""
-    if "scoring.session" in sys.modules:
+    if "usd_repair_verifier.scoring.session" in sys.modules:
         from .session import GradingSession
 
         return GradingSession

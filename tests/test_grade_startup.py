@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 from scipy.optimize import linear_sum_assignment
 
-from gates.scene_preservation import _pair_scenes
-from scoring.run import run_grade
+from usd_repair_verifier.gates.scene_preservation import _pair_scenes
+from usd_repair_verifier.scoring.run import run_grade
 
 ROOT = Path(__file__).resolve().parent.parent
 CARTPOLE = ROOT / "fixtures" / "cases" / "gen_cartpole_1"
@@ -40,7 +40,7 @@ def test_a_grade_of_primitives_imports_no_scipy_and_freezes_its_imports(tmp_path
     assert result.reward == {"authored_usd": 1.0}
     seen = json.loads(probe_out.read_text())
     modules = set(seen["modules"])
-    assert "scoring.session" in modules  # the probe saw a process that measured
+    assert "usd_repair_verifier.scoring.session" in modules  # the probe saw a process that measured
     # scipy comes only with what this asset of primitives does not need: a matching that is not
     # obvious (scipy.optimize), nearest-neighbour searches and convex hulls (scipy.spatial);
     # trimesh only with mesh mass properties.

@@ -112,7 +112,7 @@ def test_graded_sessions_do_not_outlive_their_items(grader):
     """A worker grades hundreds of items: none may keep an earlier session (snapshots, measurements)."""
     import gc
 
-    from scoring.session import GradingSession
+    from usd_repair_verifier.scoring.session import GradingSession
 
     for case, side in (("gen_cartpole_1", "reference"), ("gen_cartpole_1", "input"), ("ant_two_joint_faults", "input")):
         grader.grade(Item(f"{case}-{side}", str(CASES / case), str(CASES / case / side)))
@@ -266,8 +266,8 @@ def test_ray_engine_gives_the_local_engines_grades(tmp_path):
 
 RAY_UNSHARED = """
 import json, sys
-from scoring.ray_engine import InputsNotShared, RayEngine
-from scoring.warm import Item
+from usd_repair_verifier.scoring.ray_engine import InputsNotShared, RayEngine
+from usd_repair_verifier.scoring.warm import Item
 
 case, readable, missing = sys.argv[1:4]
 items = [Item("readable", case, readable), Item("missing", case, missing)]
