@@ -20,7 +20,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 from usd_repair_verifier.checks import materials
 from usd_repair_verifier.checks.measurement import Comparison
@@ -44,8 +43,7 @@ def physics_scene(cmp: Comparison, profile: Profile) -> GateResult:
         failures.append(f"{len(cand.scenes)} physics scene(s), the reference has {len(ref.scenes)}")
     elif ref.scenes:
         cost = np.array([[_gravity_error(r, c) for c in cand.scenes] for r in ref.scenes])
-        finite = np.where(np.isfinite(cost), cost, 1e9)
-        for i, j in zip(*linear_sum_assignment(finite)):
+        for i, j in _pair_scenes(cost):
             r, c = ref.scenes[i], cand.scenes[j]
             if not (cost[i, j] <= GRAVITY_TOLERANCE):
                 failures.append(f"scene {r.path}: gravity {_vec(c.gravity)} m/s^2 ({c.path}), "
@@ -60,6 +58,18 @@ def physics_scene(cmp: Comparison, profile: Profile) -> GateResult:
     return from_failures("physics_scene", failures,
                          f"up axis {ref.up_axis} and {len(ref.scenes)} physics scene(s) with their gravity kept",
                          "scene changes")
+
+
+def _pair_scenes(cost: np.ndarray) -> list[tuple[int, int]]:
+    """The cheapest one-to-one pairing of reference and candidate scenes (equal counts).
+    One scene on each side (the usual stage) is its own pairing: scipy.optimize (with its
+    linear programming and minimisers) is imported only to pair several."""
+    if cost.shape == (1, 1):
+        return [(0, 0)]
+    from scipy.optimize import linear_sum_assignment
+
+    finite = np.where(np.isfinite(cost), cost, 1e9)
+    return list(zip(*linear_sum_assignment(finite)))
 
 
 def _gravity_error(a: scene.PhysicsScene, b: scene.PhysicsScene) -> float:

@@ -19,6 +19,7 @@
 """
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import sys
@@ -192,11 +193,34 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         _build_session(state, session.config)
 
 
+def _import_measuring_code() -> type[GradingSession]:
+    """usd_repair_verifier.scoring.session and what it imports (pxr, numpy, scipy, every check family).
+
+    The first import creates most of the objects the process will ever hold, all of them
+    permanent. The cyclic garbage collector would scan the growing heap over and over while
+    they are created (a few hundred passes), then pytest's own full collections at the end of
+    the session would scan it all again: collection is paused for the import, and what exists
+    after it is moved out of every later collection's reach (gc.freeze). A process that has
+    imported it before (a warm worker, which froze its own imports) changes nothing here."""
+    if "usd_repair_verifier.scoring.session" in sys.modules:
+        from .session import GradingSession
+
+        return GradingSession
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        from .session import GradingSession
+    finally:
+        if was_enabled:
+            gc.enable()
+    gc.freeze()
+    return GradingSession
+
+
 def _build_session(state: RunState, config: pytest.Config) -> None:
     try:
         start = time.perf_counter()
-        from .session import GradingSession  # the measuring code: pxr, scipy, every check family
-
+        GradingSession = _import_measuring_code()
         imports = round(time.perf_counter() - start, 6)
         state.session = GradingSession(state.case, state.submission, state.work, state.validity,
                                        references=config.stash.get(REFERENCES, None))

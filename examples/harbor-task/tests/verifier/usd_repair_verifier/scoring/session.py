@@ -81,6 +81,7 @@ class GradingSession:
         self.work = work or LocalWork()
         self._validity_future = validity
         self.timings: dict[str, float] = {}
+        self._gates: dict[tuple[str, str], GateResult] = {}
         profile = case.profile
 
         units = {"reference": self._read_reference, "submission": self._read_submission}
@@ -207,14 +208,23 @@ class GradingSession:
             return unmeasured(spec.family, spec.measure, spec.target, spec.id, "the submission is not valid")
         return measure(self.comparison, spec.family, spec.measure, spec.target, spec.id, spec.input_error)
 
-    @functools.cache
+    # Each gate is evaluated once per session. The results live on the session, not in a
+    # functools.cache: a cache on the method would hold every session (its snapshots and
+    # measurements) for the life of a process that grades many submissions.
     def preservation_gate(self, gate: str) -> GateResult:
-        if not self.candidate_readable:
-            return GateResult(gate, False, "not evaluated: the submission is not valid")
-        return preservation.GATES[gate](self.comparison, self.case.profile)
+        key = ("preservation", gate)
+        if key not in self._gates:
+            if not self.candidate_readable:
+                self._gates[key] = GateResult(gate, False, "not evaluated: the submission is not valid")
+            else:
+                self._gates[key] = preservation.GATES[gate](self.comparison, self.case.profile)
+        return self._gates[key]
 
-    @functools.cache
     def objective_gate(self, gate: str) -> GateResult:
-        if not self.candidate_readable:
-            return GateResult(gate, False, "not evaluated: the submission is not valid")
-        return objective.GATES[gate](self.comparison)
+        key = ("objective", gate)
+        if key not in self._gates:
+            if not self.candidate_readable:
+                self._gates[key] = GateResult(gate, False, "not evaluated: the submission is not valid")
+            else:
+                self._gates[key] = objective.GATES[gate](self.comparison)
+        return self._gates[key]

@@ -66,7 +66,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.spatial import ConvexHull, QhullError, cKDTree
 
 from pxr import Usd, UsdGeom, UsdPhysics
 
@@ -76,6 +75,7 @@ from .geometry import (
     TriangleSoup,
     _affine,
     _get,
+    _kd_tree,
     _finite_nonneg,
     axis_permutation,
     read_mesh,
@@ -467,7 +467,7 @@ class _TriangleProximity:
             tris = _subdivide(tris, target, max_pieces=max(8 * len(tris), 200_000))
             cen, rad = _triangle_radius(tris)
             self.r_small = float(rad.max())
-            self.tree = cKDTree(cen)
+            self.tree = _kd_tree(cen)
         self.tris = tris
 
     def _pairs_within(self, pts, pi, ti, m, hit):
@@ -499,7 +499,7 @@ class _TriangleProximity:
         self._pairs_within(pts, np.repeat(np.arange(len(pts)), k), j.reshape(-1), m, hit)
         rest = np.flatnonzero(~hit)
         if len(rest):
-            qt = cKDTree(pts[rest])
+            qt = _kd_tree(pts[rest])
             sdm = qt.sparse_distance_matrix(self.tree, m + self.r_small, output_type="ndarray")
             if len(sdm):
                 order = np.lexsort((sdm["j"], sdm["i"]))
@@ -758,6 +758,8 @@ class _UnionSolid(Solid):
 def hull_solid(points, kind="convex_hull", approximation=None, note="") -> Solid | None:
     """Convex hull of world points (metres). Coplanar points give a zero-volume
     ``surface`` solid (the flat hull polygon); fewer than 3 independent points ``None``."""
+    from scipy.spatial import ConvexHull, QhullError  # on first use: see geometry._kd_tree
+
     pts = np.unique(_points(points), axis=0)
     if len(pts) < 3 or not np.isfinite(pts).all():
         return None

@@ -37,11 +37,18 @@ from functools import cached_property
 import math
 
 import numpy as np
-from scipy.spatial import cKDTree
 
 from pxr import Usd, UsdGeom
 
 from . import typed_read
+
+
+def _kd_tree(points):
+    """scipy's cKDTree of `points`. scipy.spatial is imported on first use: a grade whose
+    parts never need a nearest-neighbour search (small assets of primitives) never pays for it."""
+    from scipy.spatial import cKDTree
+
+    return cKDTree(points)
 
 __all__ = [
     "SEGMENTS",
@@ -478,8 +485,8 @@ def surface_agreement(reference_points, candidate_points, tolerance: float) -> d
                    reference_to_candidate_mean=inf, candidate_to_reference_mean=inf,
                    precision=0.0, recall=0.0, fscore=0.0)
         return out
-    d_rc, _ = cKDTree(cand).query(ref, k=1, workers=1)
-    d_cr, _ = cKDTree(ref).query(cand, k=1, workers=1)
+    d_rc, _ = _kd_tree(cand).query(ref, k=1, workers=1)
+    d_cr, _ = _kd_tree(ref).query(cand, k=1, workers=1)
     precision = float(np.count_nonzero(d_cr <= tol)) / len(cand)
     recall = float(np.count_nonzero(d_rc <= tol)) / len(ref)
     f = 0.0 if precision + recall == 0 else 2.0 * precision * recall / (precision + recall)
@@ -624,7 +631,7 @@ def split_placement_and_shape(reference_points, candidate_points, tolerance: flo
 
     # coarse: every start on a small deterministic stride subsample
     ref_s, cand_s = _stride(ref, coarse_points), _stride(cand, coarse_points)
-    tree_rs, tree_cs = cKDTree(ref_s), cKDTree(cand_s)
+    tree_rs, tree_cs = _kd_tree(ref_s), _kd_tree(cand_s)
     coarse = []
     for k, r0 in enumerate(inits):
         r, t = _icp(ref_s, cand_s, tree_rs, tree_cs, r0, c_c - r0 @ c_r, coarse_iterations)
@@ -638,8 +645,8 @@ def split_placement_and_shape(reference_points, candidate_points, tolerance: flo
     shortlist = [first] if smallest[1] == first[1] else [first, smallest]
 
     ref_f, cand_f = _stride(ref, fine_points), _stride(cand, fine_points)
-    tree_rf, tree_cf = cKDTree(ref_f), cKDTree(cand_f)
-    tree_r, tree_c = cKDTree(ref), cKDTree(cand)
+    tree_rf, tree_cf = _kd_tree(ref_f), _kd_tree(cand_f)
+    tree_r, tree_c = _kd_tree(ref), _kd_tree(cand)
     fine = []
     for _, k, r0, t0 in shortlist:
         r, t = _icp(ref_f, cand_f, tree_rf, tree_cf, r0, t0, iterations)
@@ -690,7 +697,7 @@ def surface_distances(points, vertices, faces, candidates: int = 16) -> np.ndarr
     if len(pts) == 0 or len(tris) == 0 or not (np.isfinite(pts).all() and np.isfinite(tris).all()):
         return np.full(len(pts), np.inf)  # nothing to measure against: as far as can be
     k = min(candidates, len(tris))
-    _, index = cKDTree(tris.mean(axis=1)).query(pts, k=k, workers=1)
+    _, index = _kd_tree(tris.mean(axis=1)).query(pts, k=k, workers=1)
     index = np.asarray(index).reshape(len(pts), k)
     near = tris[index.reshape(-1)]
     d = _point_triangle_distance(np.repeat(pts, k, axis=0), near[:, 0], near[:, 1], near[:, 2])

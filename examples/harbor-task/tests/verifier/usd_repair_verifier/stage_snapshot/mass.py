@@ -504,12 +504,46 @@ def _physics_materials(prims: list[Usd.Prim]) -> list[Usd.Prim | None]:
 # --------------------------------------------------------------------------
 
 
-def _quat_wxyz_from_matrix(r: np.ndarray) -> tuple[float, float, float, float]:
-    from scipy.spatial.transform import Rotation
+def _quat_xyzw_of_rotation(r: np.ndarray) -> tuple[float, float, float, float]:
+    """scipy's `Rotation.from_matrix(r).as_quat()`, bit for bit, without importing scipy.spatial
+    (about a quarter of a small grade's imports, and nothing else in a grade of primitives needs it).
 
+    A matrix that is orthonormal to 1e-12 with a positive determinant (every matrix this module
+    builds: products of unit-quaternion rotations) is converted by scipy as it is, with
+    Shepperd's method: the largest of the trace and the three diagonal entries picks the
+    formula, then the quaternion is divided by its norm. The same operations in the same order
+    on the same doubles give the same bits (tests/test_mass.py compares the two). Any other
+    matrix goes to scipy, which orthogonalises it first or refuses it."""
+    gram_error = float(np.abs(r @ r.T - np.eye(3)).max())
+    if not (gram_error <= 1e-12 and np.linalg.det(r) > 0):
+        from scipy.spatial.transform import Rotation
+
+        return tuple(float(c) for c in Rotation.from_matrix(r).as_quat())
+    m = r.tolist()
+    trace = m[0][0] + m[1][1] + m[2][2]
+    decision = (m[0][0], m[1][1], m[2][2], trace)
+    choice = max(range(4), key=decision.__getitem__)  # the first maximum, as scipy's argmax
+    q = [0.0] * 4
+    if choice != 3:
+        i = choice
+        j, k = (i + 1) % 3, (i + 2) % 3
+        q[i] = 1 - trace + 2 * m[i][i]
+        q[j] = m[j][i] + m[i][j]
+        q[k] = m[k][i] + m[i][k]
+        q[3] = m[k][j] - m[j][k]
+    else:
+        q[0] = m[2][1] - m[1][2]
+        q[1] = m[0][2] - m[2][0]
+        q[2] = m[1][0] - m[0][1]
+        q[3] = 1 + trace
+    norm = math.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
+    return tuple(c / norm for c in q)
+
+
+def _quat_wxyz_from_matrix(r: np.ndarray) -> tuple[float, float, float, float]:
     if not np.all(np.isfinite(r)):
         return (math.nan,) * 4
-    x, y, z, w = Rotation.from_matrix(r).as_quat()
+    x, y, z, w = _quat_xyzw_of_rotation(r)
     q = np.array([w, x, y, z])
     if q[0] < 0 or (q[0] == 0 and next((c for c in q[1:] if c != 0), 0) < 0):
         q = -q
