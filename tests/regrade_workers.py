@@ -32,3 +32,18 @@ def faulty_worker(conn, log_path):
         if key.startswith("hang"):
             time.sleep(3600)
         conn.send(("done", grader.grade(Item(**item)).to_dict()))
+
+
+def echo_worker(conn, log_path):
+    """Grades nothing: answers each item at once and notes in a file beside the submission
+    that it received the item (a consumer can see which items reached a worker)."""
+    os.setpgrp()
+    from usd_repair_verifier.scoring.warm import ItemResult
+
+    conn.send(("ready", os.getpid()))
+    while True:
+        item = conn.recv()
+        if item is None:
+            return
+        (Path(item["submission"]) / "received").touch()
+        conn.send(("done", ItemResult(item["key"], 0, "{}", "{}", 0.0).to_dict()))

@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -385,3 +386,26 @@ def test_a_grade_that_leaves_a_layer_open_asks_for_its_worker_to_be_replaced(gra
     assert leaked and leaked[0] is not None
     assert leaking.recycle and leaking.exit_code == 0
     del held_by_host
+
+
+class _EchoPool(pool_module.LocalPool):
+    from regrade_workers import echo_worker as _echo
+
+    worker = staticmethod(_echo)
+
+
+def test_a_worker_gets_its_next_item_before_the_caller_sees_its_result(tmp_path):
+    """A slow caller (writing a store, drawing progress) must not leave the workers idle."""
+    items = []
+    for n in range(3):
+        (tmp_path / f"s{n}").mkdir()
+        items.append(Item(f"i{n}", str(tmp_path), str(tmp_path / f"s{n}")))
+    results = _EchoPool(1, time_limit=60.0).run(items)
+    first = next(results)
+    assert first.key == "i0"
+    # The one worker already holds the second item while the caller holds the first result.
+    deadline = time.monotonic() + 30
+    while not (tmp_path / "s1" / "received").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert (tmp_path / "s1" / "received").exists()
+    assert [r.key for r in results] == ["i1", "i2"]
