@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from usd_repair_verifier.scoring import pool as pool_module
@@ -409,3 +410,25 @@ def test_a_worker_gets_its_next_item_before_the_caller_sees_its_result(tmp_path)
         time.sleep(0.05)
     assert (tmp_path / "s1" / "received").exists()
     assert [r.key for r in results] == ["i1", "i2"]
+
+
+def test_a_cached_reference_carries_its_free_space_samples(tmp_path):
+    """Every hit is a copy with the reference-only samples already made, equal to a lazy first use."""
+    from usd_repair_verifier.profiles.case import load_case
+    from usd_repair_verifier.scoring.reference_cache import ReferenceCache
+    from usd_repair_verifier.stage_snapshot.parts import free_space
+    from usd_repair_verifier.stage_snapshot.read import read_snapshot
+
+    case = load_case(CASES / "cabinet_drawer_door")
+    def read():
+        return read_snapshot(case.reference_root_layer, case.profile.sampling, case.profile.preserved_namespaces)
+    cache = ReferenceCache()
+    key = ReferenceCache.key(case)
+    cache.put(key, read())
+    copy = cache.get(key)
+    bodies = sorted({c.body for c in copy.colliders.values() if c.body})
+    assert bodies and sorted(copy.free_space) == bodies
+    lazy = read()
+    for body in bodies:
+        assert np.array_equal(copy.free_space[body], free_space(lazy, body)), body
+    assert any(len(copy.free_space[b]) for b in bodies)
