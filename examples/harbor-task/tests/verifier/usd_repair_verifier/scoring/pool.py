@@ -101,19 +101,21 @@ class LocalPool:
         slots = [self._spawn() for _ in range(min(self.jobs, len(pending)))]
         try:
             while pending or any(s.item is not None for s in slots):
-                for slot in slots:
-                    if slot.ready and slot.item is None and pending:
-                        slot.item, slot.started = pending.popleft(), time.monotonic()
-                        attempts[slot.item.key] = attempts.get(slot.item.key, 0) + 1
-                        slot.conn.send(vars(slot.item))
+                self._dispatch(slots, pending, attempts)
                 wait([s.conn for s in slots] + [s.process.sentinel for s in slots], timeout=self._next_deadline(slots))
+                finished = []
                 for index, slot in enumerate(slots):
                     result, replace = self._check(slot, attempts, pending)
                     if result is not None:
-                        yield result
+                        finished.append(result)
                     if replace:
                         self._kill(slot)
                         slots[index] = self._spawn()
+                # Idle workers get their next item before the results go to the caller: whatever
+                # the caller does with a result (write it, compare it, draw progress) must not
+                # leave a worker waiting.
+                self._dispatch(slots, pending, attempts)
+                yield from finished
         finally:
             for slot in slots:
                 try:
@@ -124,6 +126,14 @@ class LocalPool:
                 slot.process.join(2)
                 if slot.process.is_alive():
                     self._kill(slot)
+
+    @staticmethod
+    def _dispatch(slots: list[_Slot], pending: deque, attempts: dict) -> None:
+        for slot in slots:
+            if slot.ready and slot.item is None and pending:
+                slot.item, slot.started = pending.popleft(), time.monotonic()
+                attempts[slot.item.key] = attempts.get(slot.item.key, 0) + 1
+                slot.conn.send(vars(slot.item))
 
     def _next_deadline(self, slots: list[_Slot]) -> float:
         now = time.monotonic()

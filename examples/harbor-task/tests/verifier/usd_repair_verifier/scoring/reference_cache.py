@@ -9,7 +9,8 @@ reference root layer's path and the scoring version of the code that reads it.
 Entries are stored pickled and every hit is a fresh unpickled copy, so a measure that
 memoizes on a snapshot object can never carry anything from one grade into the next
 (the copy is what a shared `-n N` run hands between workers, too). Least recently used
-entries go first once the pickles pass `max_bytes`.
+entries go first once the pickles pass `max_bytes`. The reference-only free-space samples
+are filled in before an entry is stored, so copies carry them.
 """
 from __future__ import annotations
 
@@ -46,6 +47,14 @@ class ReferenceCache:
         return pickle.loads(data)  # our own pickle, made in this process from a snapshot we read
 
     def put(self, key: tuple, snapshot) -> None:
+        # The free-space samples depend on the reference alone (its colliders and the profile's
+        # seed) and are its most expensive memo: computed once here, every later grade of the
+        # case gets them with its copy instead of sampling again. Same function, same inputs:
+        # the same arrays a lazy first use would make.
+        from usd_repair_verifier.stage_snapshot.parts import free_space  # pxr: only once grading
+
+        for body in sorted({c.body for c in snapshot.colliders.values() if c.body}):
+            free_space(snapshot, body)
         data = pickle.dumps(snapshot, protocol=pickle.HIGHEST_PROTOCOL)
         if len(data) > self.max_bytes:
             return
