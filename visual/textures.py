@@ -97,13 +97,8 @@ def _source(inp: UsdShade.Input | None):
 
 def _value(shader: UsdShade.Shader, name: str):
     """An input's value, following a connection to a material's interface input."""
-    inp = shader.GetInput(name)
-    if not inp:
-        return None
-    for attr in inp.GetValueProducingAttributes():
-        if UsdShade.Input.IsInput(attr):
-            return attr.Get()
-    return None
+    attr = _attr(shader, name)
+    return attr.Get() if attr is not None else None
 
 
 def _attr(shader: UsdShade.Shader, name: str):
@@ -291,7 +286,7 @@ def _mesh_corners(prim, soup, values, interpolation):
     if topology is None:
         return None
     counts, indices = topology
-    slots = geometry._fan_triangulate(counts, np.arange(len(indices), dtype=np.int64))  # face-vertex slots
+    slots = geometry.fan_triangulate(counts, np.arange(len(indices), dtype=np.int64))  # face-vertex slots
     if len(slots) != len(soup.faces):
         return None
     points = indices[slots]
