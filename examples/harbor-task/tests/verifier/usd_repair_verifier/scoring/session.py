@@ -212,19 +212,14 @@ class GradingSession:
     # functools.cache: a cache on the method would hold every session (its snapshots and
     # measurements) for the life of a process that grades many submissions.
     def preservation_gate(self, gate: str) -> GateResult:
-        key = ("preservation", gate)
-        if key not in self._gates:
-            if not self.candidate_readable:
-                self._gates[key] = GateResult(gate, False, "not evaluated: the submission is not valid")
-            else:
-                self._gates[key] = preservation.GATES[gate](self.comparison, self.case.profile)
-        return self._gates[key]
+        return self._gate("preservation", gate, lambda: preservation.GATES[gate](self.comparison, self.case.profile))
 
     def objective_gate(self, gate: str) -> GateResult:
-        key = ("objective", gate)
+        return self._gate("objective", gate, lambda: objective.GATES[gate](self.comparison))
+
+    def _gate(self, kind: str, gate: str, evaluate) -> GateResult:
+        key = (kind, gate)
         if key not in self._gates:
-            if not self.candidate_readable:
-                self._gates[key] = GateResult(gate, False, "not evaluated: the submission is not valid")
-            else:
-                self._gates[key] = objective.GATES[gate](self.comparison)
+            self._gates[key] = (evaluate() if self.candidate_readable
+                                else GateResult(gate, False, "not evaluated: the submission is not valid"))
         return self._gates[key]

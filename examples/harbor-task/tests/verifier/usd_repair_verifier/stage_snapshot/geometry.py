@@ -55,6 +55,7 @@ __all__ = [
     "RINGS_PER_HALF_TURN",
     "TriangleSoup",
     "matrix_to_numpy",
+    "fan_triangulate",
     "read_mesh",
     "prim_triangles",
     "concatenate_soups",
@@ -191,7 +192,7 @@ def _finite_nonneg(*values) -> bool:
 # --------------------------------------------------------------------------- meshes
 
 
-def _fan_triangulate(counts: np.ndarray, indices: np.ndarray) -> np.ndarray:
+def fan_triangulate(counts: np.ndarray, indices: np.ndarray) -> np.ndarray:
     """Vectorized fan triangulation: face with n >= 3 vertices -> n - 2 triangles."""
     starts = np.cumsum(counts) - counts
     keep = counts >= 3
@@ -222,7 +223,7 @@ def read_mesh(prim: Usd.Prim, time=Usd.TimeCode.Default()) -> tuple[np.ndarray, 
         return None
     if idx.min() < 0 or idx.max() >= len(points):
         return None
-    faces = _fan_triangulate(counts, idx)
+    faces = fan_triangulate(counts, idx)
     if len(faces) == 0:
         return None
     used, inverse = np.unique(faces, return_inverse=True)
