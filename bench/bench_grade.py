@@ -19,7 +19,7 @@ Per asset (the reference package graded as the candidate of a case):
 Assets: committed suite cases (cartpole, ant, cheetah), dm_control's dog converted with the
 converter venv (/tmp/convenv) when available, and generated chains (bench/generate.py) at several
 sizes. Cases for dog and the generated assets are made on the fly: a joint_frame fault injected
-with usd_repair_verifier.profiles.inject, the profile built with usd_repair_verifier.profiles.freeze.build_profile (not self-graded).
+with usd_repair_verifier.authoring.inject, the profile built with usd_repair_verifier.authoring.freeze.build_profile (not self-graded).
 Last, the largest asset is graded serially and with `-n 2` (the workers share the work:
 scoring/work_share.py).
 """
@@ -130,7 +130,7 @@ def run_child(command: list[str], timeout: float, cwd: Path = REPO, measure_memo
 
 
 def root_layer(package: Path) -> Path:
-    from usd_repair_verifier.profiles.inject import root_layer_of
+    from usd_repair_verifier.authoring.inject import root_layer_of
     return root_layer_of(package)
 
 
@@ -165,8 +165,8 @@ def first_joint(root: Path) -> str:
 
 def make_case(reference: Path, case: Path, case_id: str) -> str:
     """Inject a joint_frame fault into a copy of `reference`, build the profile, write CASE. Returns the joint."""
-    from usd_repair_verifier.profiles.freeze import build_profile, write_case
-    from usd_repair_verifier.profiles.inject import inject
+    from usd_repair_verifier.authoring.freeze import build_profile, write_case
+    from usd_repair_verifier.authoring.inject import inject
     from usd_repair_verifier.profiles.schema import Fault
 
     joint = first_joint(root_layer(reference))

@@ -37,7 +37,7 @@ VERSION_GLOB = "scoring-*_verifier-*"
 def _variants(case: str, scratch: Path) -> list[tuple[str, Path]]:
     """(label, package) submissions for one case: reference, input, partial repairs."""
     from usd_repair_verifier.profiles.case import load_case
-    from usd_repair_verifier.profiles.inject import InjectionError, inject
+    from usd_repair_verifier.authoring.inject import InjectionError, inject
 
     folder = REPO / "fixtures" / "cases" / case
     out = [("reference", folder / "reference"), ("input", folder / "input")]
@@ -107,7 +107,7 @@ def _children_cpu() -> float:
 
 def run_engine(engine: str, job: Path, out: Path, jobs: int) -> tuple[float, float, str]:
     start, cpu = time.perf_counter(), _children_cpu()
-    proc = subprocess.run([sys.executable, "-m", "usd_repair_verifier.scoring.cli", "regrade", str(job), "--cases", str(REPO / "fixtures" / "cases"),
+    proc = subprocess.run([sys.executable, "-m", "usd_repair_verifier.commands.cli", "regrade", str(job), "--cases", str(REPO / "fixtures" / "cases"),
                            "--out", str(out / engine), "--engine", engine, "-j", str(jobs), "--no-progress"],
                           cwd=REPO, capture_output=True, text=True)
     seconds = time.perf_counter() - start

@@ -2,7 +2,7 @@
 
 The validity gate reads every submission in a worker process of its own, capped and killed
 by process group (gates/validity.py). A fresh worker spends most of its ~0.3-0.5 s importing
-pxr. A process that grades many submissions (scoring/warm.py) starts one server instead: a
+pxr. A process that grades many submissions (regrade/warm.py) starts one server instead: a
 process that has imported pxr once, is still single-threaded (importing pxr starts no thread;
 measured), and forks one worker per submission. The forked worker runs the very worker code
 of a fresh one (`_worker_main`: caps set first, then the package read) in a session of its

@@ -1,4 +1,4 @@
-"""`usdgrade records ingest|report|show`: registered in scoring/cli.py by ``add_parser``.
+"""`usdgrade records ingest|report|show`: registered in commands/cli.py by ``add_parser``.
 
     usdgrade records ingest JOB_DIR... [--db URL]
     usdgrade records report [--db URL] --out DIR [--scoring-version V] [--verifier-version V]

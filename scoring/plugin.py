@@ -78,7 +78,7 @@ class RunState:
 
 
 STATE = pytest.StashKey[RunState]()
-# Set by a process that grades many submissions (scoring/warm.py): reference snapshots it keeps.
+# Set by a process that grades many submissions (regrade/warm.py): reference snapshots it keeps.
 REFERENCES = pytest.StashKey["ReferenceCache"]()
 
 

@@ -28,7 +28,7 @@ def local_test_sh(folder: Path, submission: Path, out: Path, time_limit: float =
                   trajectory: Path = CLEAN_TRAJECTORY) -> Path:
     """The example's test.sh rendered with this checkout's paths (the shipped one honours no
     override): the verifier is this checkout, the interpreter this one, no process sweep."""
-    from usd_repair_verifier.profiles.task import render_test_sh
+    from usd_repair_verifier.authoring.task import render_test_sh
 
     script = folder / "test.sh"
     script.write_text(render_test_sh(verifier=str(ROOT), python=sys.executable, case=str(CASE),

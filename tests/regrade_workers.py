@@ -1,6 +1,6 @@
 """Faulty pool workers for tests/test_regrade.py (a module of its own: spawned workers import it).
 
-The worker speaks scoring/pool.py's protocol and grades like the real one, except for items
+The worker speaks regrade/pool.py's protocol and grades like the real one, except for items
 whose key asks for trouble: `crash*` ends the process on every attempt, `flaky*` on the first
 attempt only (a marker file beside the submission remembers it), `hang*` never answers.
 """
@@ -13,7 +13,7 @@ from pathlib import Path
 
 def faulty_worker(conn, log_path):
     os.setpgrp()
-    from usd_repair_verifier.scoring.warm import Item, WarmGrader
+    from usd_repair_verifier.regrade.warm import Item, WarmGrader
 
     grader = WarmGrader(log_path=log_path)
     conn.send(("ready", os.getpid()))
@@ -38,7 +38,7 @@ def echo_worker(conn, log_path):
     """Grades nothing: answers each item at once and notes in a file beside the submission
     that it received the item (a consumer can see which items reached a worker)."""
     os.setpgrp()
-    from usd_repair_verifier.scoring.warm import ItemResult
+    from usd_repair_verifier.regrade.warm import ItemResult
 
     conn.send(("ready", os.getpid()))
     while True:

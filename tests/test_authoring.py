@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from usd_repair_verifier.profiles.digest import tree_digest
-from usd_repair_verifier.profiles.inject import InjectionError, inject
-from usd_repair_verifier.profiles.inject_targets import list_targets
-from usd_repair_verifier.profiles.manifest import manifest_path, read_manifest
+from usd_repair_verifier.authoring.inject import InjectionError, inject
+from usd_repair_verifier.authoring.inject_targets import list_targets
+from usd_repair_verifier.authoring.manifest import manifest_path, read_manifest
 
 ROOT = Path(__file__).resolve().parent.parent
 CABINET = ROOT / "fixtures" / "assets" / "cabinet_cm"
@@ -21,7 +21,7 @@ HINGE = "/Cabinet/Joints/DoorHinge"
 
 
 def usdgrade(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "usd_repair_verifier.scoring.cli", *args], cwd=cwd, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "usd_repair_verifier.commands.cli", *args], cwd=cwd, capture_output=True, text=True,
                           env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
 
 
@@ -98,7 +98,7 @@ def test_freeze_ignores_a_manifest_that_does_not_describe_the_input(tmp_path):
     inject(CABINET, tmp_path / "broken", [("joint_frame", HINGE)], seed=2)
     other = tmp_path / "other"
     inject(CABINET, other, [("joint_frame", HINGE)], seed=2)
-    from usd_repair_verifier.profiles.manifest import write_manifest
+    from usd_repair_verifier.authoring.manifest import write_manifest
     write_manifest(CABINET, other, 2, [])
     shutil.rmtree(other)
     inject(CABINET, other, [("joint_frame", "/Cabinet/Joints/DrawerSlide")], seed=2)   # changed after the manifest
@@ -129,8 +129,8 @@ def test_targets_prints_no_progress_when_not_on_a_terminal():
 
 
 def test_collateral_of_several_faults_is_filed_under_the_fault_that_causes_it(tmp_path):
-    from usd_repair_verifier.profiles.freeze import detect_faults
-    from usd_repair_verifier.profiles.manifest import collateral, write_manifest
+    from usd_repair_verifier.authoring.freeze import detect_faults
+    from usd_repair_verifier.authoring.manifest import collateral, write_manifest
 
     faults = [("joint_frame", "/Cabinet/Joints/DrawerSlide"), ("joint_state", HINGE)]
     done = inject(CABINET, tmp_path / "broken", faults, seed=1)

@@ -20,7 +20,7 @@ from usd_repair_verifier.checks import composition as composition_family
 from usd_repair_verifier.checks import mass as mass_family
 from usd_repair_verifier.checks import materials as material_family
 from usd_repair_verifier.checks.measurement import MAX_LOG_RATIO, Comparison, grade
-from usd_repair_verifier.profiles.inject import INJECTORS, InjectionError, inject, root_layer_of
+from usd_repair_verifier.authoring.inject import INJECTORS, InjectionError, inject, root_layer_of
 from usd_repair_verifier.profiles.vocabulary import DEFAULT_TOLERANCES, FAULT_KINDS
 from usd_repair_verifier.stage_snapshot.correspondence import correspond
 from usd_repair_verifier.stage_snapshot.read import read_snapshot

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.build_cases import CASE_TABLE, SEED
-from usd_repair_verifier.profiles.inject import inject
+from usd_repair_verifier.authoring.inject import inject
 from usd_repair_verifier.profiles.schema import load_profile
 from usd_repair_verifier.scoring.run import run_grade
 

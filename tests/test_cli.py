@@ -16,7 +16,7 @@ CABINET = ROOT / "fixtures" / "assets" / "cabinet_cm"
 
 
 def usdgrade(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "usd_repair_verifier.scoring.cli", *args], cwd=ROOT, capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "usd_repair_verifier.commands.cli", *args], cwd=ROOT, capture_output=True, text=True)
 
 
 def test_grade_writes_what_pytest_checks_writes(tmp_path):

@@ -108,7 +108,7 @@ def test_an_open_book_case_ignores_the_trajectory(tmp_path):
 
 def test_usdgrade_grade_passes_the_trajectory_and_explain_shows_the_violation_first(case, tmp_path):
     out = tmp_path / "cli"
-    command = [sys.executable, "-m", "usd_repair_verifier.scoring.cli"]
+    command = [sys.executable, "-m", "usd_repair_verifier.commands.cli"]
     r = subprocess.run([*command, "grade", str(DEMO), "--case", str(case), "--out", str(out),
                         "--trajectory", str(TRAJECTORIES / "subagent_embedded_violation" / "trajectory.json")],
                        cwd=ROOT, capture_output=True, text=True)
@@ -124,7 +124,7 @@ def test_usdgrade_grade_passes_the_trajectory_and_explain_shows_the_violation_fi
 def test_freeze_makes_a_closed_book_case_that_its_self_check_can_grade(tmp_path):
     # The self-check grades the reference and the input without a trajectory: it must not
     # be refused as unverified, and the case it writes must still be closed book.
-    from usd_repair_verifier.profiles.freeze import freeze
+    from usd_repair_verifier.authoring.freeze import freeze
     from usd_repair_verifier.profiles.schema import load_profile
 
     faults = list(load_profile(CASE / "profile.json").faults)

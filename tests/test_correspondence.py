@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
 
-from usd_repair_verifier.profiles.inject import inject, root_layer_of
+from usd_repair_verifier.authoring.inject import inject, root_layer_of
 from usd_repair_verifier.stage_snapshot.correspondence import correspond
 from usd_repair_verifier.stage_snapshot.read import read_snapshot
 from tests import variants

@@ -25,7 +25,7 @@ from pxr import Gf, Usd, UsdGeom, UsdPhysics, Vt
 from fixtures.build_cases import CASE_TABLE, SEED
 from usd_repair_verifier.gates.validity import timed_validity
 from usd_repair_verifier.profiles.case import load_case
-from usd_repair_verifier.profiles.inject import inject, root_layer_of
+from usd_repair_verifier.authoring.inject import inject, root_layer_of
 from usd_repair_verifier.profiles.vocabulary import FAULT_KINDS
 from usd_repair_verifier.scoring.session import validity_limits
 from tests import grade_in_process

@@ -21,7 +21,7 @@ INSTALLED_PACKAGES = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"
 
 def doctor_run(*args: str, pythonpath: Path = ROOT, cwd: Path = ROOT, env: dict | None = None):
     full = {**os.environ, "PYTHONPATH": str(pythonpath), **(env or {})}
-    return subprocess.run([sys.executable, "-m", "usd_repair_verifier.scoring.cli", "doctor", *args], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "usd_repair_verifier.commands.cli", "doctor", *args], cwd=cwd,
                           capture_output=True, text=True, env=full)
 
 

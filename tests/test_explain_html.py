@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from usd_repair_verifier.profiles.case import load_case
-from usd_repair_verifier.scoring.explain_html import write_page
-from usd_repair_verifier.scoring.explain_pictures import PRIMARY, Highlight, Pictures, highlighted_scene, primary_mask
+from usd_repair_verifier.commands.explain_html import write_page
+from usd_repair_verifier.commands.explain_pictures import PRIMARY, Highlight, Pictures, highlighted_scene, primary_mask
 from usd_repair_verifier.visual import render
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,7 +31,7 @@ def demo(tmp_path_factory) -> dict:
     assert r.returncode == 0, r.stdout[-2000:]
     grade = json.loads((out / "grade.json").read_text())
     page_dir = tmp_path_factory.mktemp("page")
-    r = subprocess.run([sys.executable, "-m", "usd_repair_verifier.scoring.cli", "explain", str(out / "grade.json"), "--html",
+    r = subprocess.run([sys.executable, "-m", "usd_repair_verifier.commands.cli", "explain", str(out / "grade.json"), "--html",
                         "--out", str(page_dir), "--case", str(CASE), "--submission", str(DEMO)],
                        cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr

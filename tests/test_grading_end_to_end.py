@@ -13,7 +13,7 @@ import pytest
 from pxr import Usd
 
 from fixtures.build_cases import CASE_TABLE, SEED
-from usd_repair_verifier.profiles.inject import inject
+from usd_repair_verifier.authoring.inject import inject
 from usd_repair_verifier.scoring.run import run_grade
 from tests import variants
 

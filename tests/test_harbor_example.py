@@ -12,7 +12,7 @@ from pathlib import Path
 
 
 from harbor_task_support import CASE, ROOT, TASK, local_test_sh, read_json, run_script, tree_differences, unavailable
-from usd_repair_verifier.profiles.task import TIME_LIMIT_S, render_test_sh, write_task
+from usd_repair_verifier.authoring.task import TIME_LIMIT_S, render_test_sh, write_task
 
 FIXTURE_CASE = ROOT / "fixtures" / "cases" / "cabinet_drawer_door"
 
@@ -126,7 +126,7 @@ def test_harbor_lint_finds_nothing_in_the_example():
 
 
 def test_harbor_lint_finds_nothing_in_a_generated_dataset(tmp_path):
-    from usd_repair_verifier.profiles.task import write_dataset
+    from usd_repair_verifier.authoring.task import write_dataset
 
     cases = tmp_path / "cases"
     cases.mkdir()
@@ -141,7 +141,7 @@ def test_harbor_lint_finds_nothing_in_a_generated_dataset(tmp_path):
 
 
 def test_usdgrade_task_refuses_a_folder_that_is_not_a_task_and_a_tampered_case(tmp_path, capsys):
-    from usd_repair_verifier.scoring.cli import main
+    from usd_repair_verifier.commands.cli import main
 
     out = tmp_path / "not-a-task"
     out.mkdir()

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics, Vt
 
-from usd_repair_verifier.profiles.inject import root_layer_of
+from usd_repair_verifier.authoring.inject import root_layer_of
 from usd_repair_verifier.scoring.reward import Status
 from tests import variants
 from tests.grade_in_process import grade
@@ -226,7 +226,7 @@ def test_indexed_display_colour_of_the_same_colour_keeps_the_grade(tmp_path):
 
 
 def test_freeze_finds_a_recoloured_part_as_a_material_fault(tmp_path):
-    from usd_repair_verifier.profiles.freeze import detect_faults
+    from usd_repair_verifier.authoring.freeze import detect_faults
 
     reference = CASES / ANT / "reference"
     broken = variants.copy_package(reference, tmp_path / "broken")

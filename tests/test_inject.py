@@ -8,7 +8,7 @@ import pytest
 
 from usd_repair_verifier.checks.measurement import Comparison
 from usd_repair_verifier.checks.registry import measure
-from usd_repair_verifier.profiles.inject import INJECTORS, inject, root_layer_of
+from usd_repair_verifier.authoring.inject import INJECTORS, inject, root_layer_of
 from usd_repair_verifier.profiles.vocabulary import DEFAULT_SAMPLING, DEFAULT_TOLERANCES, FAULT_KINDS
 from usd_repair_verifier.stage_snapshot.correspondence import correspond
 from usd_repair_verifier.stage_snapshot.read import read_snapshot

@@ -17,7 +17,7 @@ from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
 from usd_repair_verifier.checks import joints
 from usd_repair_verifier.checks.measurement import Comparison
 from usd_repair_verifier.checks.registry import measure
-from usd_repair_verifier.profiles.inject import inject, root_layer_of
+from usd_repair_verifier.authoring.inject import inject, root_layer_of
 from usd_repair_verifier.profiles.vocabulary import DEFAULT_TOLERANCES
 from usd_repair_verifier.stage_snapshot import spatial
 from usd_repair_verifier.stage_snapshot.correspondence import correspond

@@ -8,7 +8,7 @@ from pxr import Gf, Usd, UsdGeom, UsdPhysics
 
 from usd_repair_verifier.checks.measurement import Comparison, grade
 from usd_repair_verifier.checks.registry import FAMILIES, measure
-from usd_repair_verifier.profiles.inject import inject, root_layer_of
+from usd_repair_verifier.authoring.inject import inject, root_layer_of
 from usd_repair_verifier.profiles.vocabulary import DEFAULT_SAMPLING, DEFAULT_TOLERANCES
 from usd_repair_verifier.stage_snapshot.correspondence import correspond
 from usd_repair_verifier.stage_snapshot.read import read_snapshot

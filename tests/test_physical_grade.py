@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from usd_repair_verifier.physical import cli as physical_cli
-from usd_repair_verifier.physical.calibrate import split_door_panel
+from bench.calibrate_physical import split_door_panel
 from usd_repair_verifier.physical.grade import PHYSICAL_FILE, run_physical
 from usd_repair_verifier.physical.results import PROPERTIES, TESTS
 from usd_repair_verifier.physical.settings import ENGINE_MODULES, pinned_versions
-from usd_repair_verifier.profiles.inject import root_layer_of
+from usd_repair_verifier.authoring.inject import root_layer_of
 from tests import variants
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -244,7 +244,7 @@ def test_invalid_submission_is_not_run(tmp_path):
 
 
 def test_cli_writes_physical_json_and_never_a_reward(tmp_path, capsys):
-    from usd_repair_verifier.scoring.cli import main
+    from usd_repair_verifier.commands.cli import main
 
     out = tmp_path / "out"
     code = main(["physical", "--case", str(ANT), "--submission", str(ANT / "reference"), "--out", str(out),

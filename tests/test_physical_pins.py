@@ -29,7 +29,7 @@ def test_the_authored_usd_grade_never_registers_the_engine_schemas():
     import subprocess
     import sys
 
-    code = ("import sys, usd_repair_verifier.scoring.plugin, usd_repair_verifier.scoring.session, usd_repair_verifier.gates.validity, usd_repair_verifier.profiles.freeze; "
+    code = ("import sys, usd_repair_verifier.scoring.plugin, usd_repair_verifier.scoring.session, usd_repair_verifier.gates.validity, usd_repair_verifier.authoring.freeze; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('newton', 'newton_usd_schemas', 'warp', 'mujoco')))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr

@@ -131,7 +131,7 @@ def test_reading_a_case_imports_no_measuring_code():
 
 
 def test_freeze_writes_the_namespaces_it_is_given_and_refuses_a_bad_one():
-    from usd_repair_verifier.profiles.freeze import FreezeRefused, build_profile
+    from usd_repair_verifier.authoring.freeze import FreezeRefused, build_profile
     from usd_repair_verifier.profiles.schema import Fault
 
     case = CASES / "hopper_body_and_com"
@@ -146,7 +146,7 @@ def test_freeze_writes_the_namespaces_it_is_given_and_refuses_a_bad_one():
 
 
 def test_the_freeze_command_refuses_a_bad_namespace_and_writes_nothing(tmp_path, capsys):
-    from usd_repair_verifier.scoring.cli import main
+    from usd_repair_verifier.commands.cli import main
 
     case = CASES / "hopper_body_and_com"
     faults = tmp_path / "faults.json"

@@ -171,6 +171,6 @@ def test_explain_of_a_malformed_grade_gives_a_reason_not_a_traceback(content, ht
     path = tmp_path / "grade.json"
     path.write_text(content)
     args = ["explain", str(path)] + (["--html", "--out", str(tmp_path / "page")] if html else [])
-    r = subprocess.run([sys.executable, "-m", "usd_repair_verifier.scoring.cli", *args], cwd=ROOT, capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-m", "usd_repair_verifier.commands.cli", *args], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 2, r.stdout + r.stderr
     assert r.stderr.startswith("cannot ") and "Traceback" not in r.stderr

@@ -368,7 +368,7 @@ def test_oversized_record_is_skipped(store, tmp_path, monkeypatch):
 # -- the command ---------------------------------------------------------------------------------------
 
 def test_usdgrade_records_commands(tmp_path, capsys):
-    from usd_repair_verifier.scoring.cli import main
+    from usd_repair_verifier.commands.cli import main
 
     db = tmp_path / "r.sqlite"
     assert main(["records", "ingest", str(JOB), str(PLAIN), "--db", str(db)]) == 0

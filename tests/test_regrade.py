@@ -18,7 +18,7 @@ import pytest
 
 from usd_repair_verifier.scoring import pool as pool_module
 from usd_repair_verifier.scoring.run import run_grade
-from usd_repair_verifier.scoring.warm import Item, WarmGrader
+from usd_repair_verifier.regrade.warm import Item, WarmGrader
 
 REPO = Path(__file__).resolve().parent.parent
 CASES = REPO / "fixtures" / "cases"
@@ -210,7 +210,7 @@ def _job(root: Path, trials: list[tuple[str, Path, float | None, str]]) -> Path:
 def _regrade(*args: str) -> tuple[int, str, str]:
     import subprocess
 
-    proc = subprocess.run([sys.executable, "-m", "usd_repair_verifier.scoring.cli", "regrade", *args, "--no-progress"],
+    proc = subprocess.run([sys.executable, "-m", "usd_repair_verifier.commands.cli", "regrade", *args, "--no-progress"],
                           cwd=REPO, capture_output=True, text=True, timeout=600)
     return proc.returncode, proc.stdout, proc.stderr
 
@@ -268,8 +268,8 @@ def test_ray_engine_gives_the_local_engines_grades(tmp_path):
 
 RAY_UNSHARED = """
 import json, sys
-from usd_repair_verifier.scoring.ray_engine import InputsNotShared, RayEngine
-from usd_repair_verifier.scoring.warm import Item
+from usd_repair_verifier.regrade.ray_engine import InputsNotShared, RayEngine
+from usd_repair_verifier.regrade.warm import Item
 
 case, readable, missing = sys.argv[1:4]
 items = [Item("readable", case, readable), Item("missing", case, missing)]

@@ -46,7 +46,7 @@ def test_planted_conftest_ini_and_environment_do_not_enter_usdgrade_grade(tmp_pa
     # (PYTHONPATH is the operator's own: it steers the usdgrade process itself, not the grade.)
     env = dict(os.environ, PYTEST_ADDOPTS="-p pwned_plugin", PYTEST_PLUGINS="pwned_plugin", PYTHONPATH=str(ROOT))
     out = tmp_path / "out"
-    r = subprocess.run([sys.executable, "-m", "usd_repair_verifier.scoring.cli", "grade", str(app), "--case", str(CASE), "--out", str(out)],
+    r = subprocess.run([sys.executable, "-m", "usd_repair_verifier.commands.cli", "grade", str(app), "--case", str(CASE), "--out", str(out)],
                        cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     assert json.loads((out / "reward.json").read_text()) == {"authored_usd": 0.0}

@@ -114,7 +114,7 @@ def poison_bytecode(module: Path) -> None:
 
 @pytest.fixture()
 def layout(tmp_path):
-    from usd_repair_verifier.profiles.task import _copy_verifier
+    from usd_repair_verifier.authoring.task import _copy_verifier
 
     namespaces_available()
     folders = {name: tmp_path / name for name in ("rootfs", "app", "tests", "logs", "verifier", "pwned", "status")}

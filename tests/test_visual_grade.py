@@ -314,7 +314,7 @@ def test_no_key_through_the_usdgrade_command_exits_3_without_a_traceback(graded,
            if k not in judges.CREDENTIAL_ENVS and k not in (judges.MODEL_ENV, AUTHORIZE_ENV)}
     env["PYTHONPATH"] = str(REPO)
     out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, "-m", "usd_repair_verifier.scoring.cli", "visual", "--case", str(CASE), "--submission",
+    proc = subprocess.run([sys.executable, "-m", "usd_repair_verifier.commands.cli", "visual", "--case", str(CASE), "--submission",
                            str(CASE / "reference"), "--grade", str(graded), "--out", str(out), "--authorize"],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 3, (proc.stdout, proc.stderr)

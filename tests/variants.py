@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pxr import Sdf, Usd
 
-from usd_repair_verifier.profiles.inject import root_layer_of
+from usd_repair_verifier.authoring.inject import root_layer_of
 
 
 def copy_package(src: Path, dst: Path) -> Path:
@@ -161,7 +161,7 @@ def author_in_root_layer(package: Path, edit) -> None:
 
 def remove_prim_everywhere(package: Path, prim_path: str) -> None:
     """Delete every spec of a prim (and so its subtree) in every layer of the package."""
-    from usd_repair_verifier.profiles.inject import remove_prim
+    from usd_repair_verifier.authoring.inject import remove_prim
 
     stage = Usd.Stage.Open(str(root_layer_of(package)), Usd.Stage.LoadAll)
     dirty: set = set()
@@ -172,7 +172,7 @@ def remove_prim_everywhere(package: Path, prim_path: str) -> None:
 
 def remove_api_schema(package: Path, prim_path: str, schema: str) -> None:
     """Delete an applied API schema with a list-op edit in the prim's strongest local spec."""
-    from usd_repair_verifier.profiles.inject import set_api_schemas
+    from usd_repair_verifier.authoring.inject import set_api_schemas
 
     stage = Usd.Stage.Open(str(root_layer_of(package)), Usd.Stage.LoadAll)
     dirty: set = set()

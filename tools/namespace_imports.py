@@ -20,7 +20,7 @@ Deterministic and idempotent: a second run changes nothing. What it rewrites:
 - in Python strings and comments, and in every other text file the repository tracks (docs, README,
   pyproject.toml, shell scripts, Dockerfiles, templates): a dotted module path whose first part
   after the package is one of its modules or a name its __init__.py defines ("scoring.plugin",
-  "scoring.warm.x" as a monkeypatch target, "scoring.cli:main", `-m scoring.cli`, `-p scoring.plugin`),
+  "regrade.warm.x" as a monkeypatch target, "commands.cli:main", `-m commands.cli`, `-p scoring.plugin`),
   and `import X` / `from X import` written as code (code run with -c, examples in docs).
   A word that only looks like a package ("visual.json", "records.sqlite", a folder "checks") is left.
 

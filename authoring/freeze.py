@@ -20,11 +20,11 @@ from usd_repair_verifier.checks.registry import FAMILIES
 from usd_repair_verifier.stage_snapshot.correspondence import correspond
 from usd_repair_verifier.stage_snapshot.read import read_snapshot
 
-from .digest import tree_digest
-from .inject import root_layer_of
-from .schema import (SCORING_VERSION, CheckSpec, Fault, PackageRecord, Profile, ProfileError,
+from usd_repair_verifier.profiles.digest import tree_digest
+from usd_repair_verifier.authoring.inject import root_layer_of
+from usd_repair_verifier.profiles.schema import (SCORING_VERSION, CheckSpec, Fault, PackageRecord, Profile, ProfileError,
                      preserved_namespaces_from_json)
-from .vocabulary import DEFAULT_CORRESPONDENCE, DEFAULT_SAMPLING, DEFAULT_TOLERANCES, FAULT_KINDS
+from usd_repair_verifier.profiles.vocabulary import DEFAULT_CORRESPONDENCE, DEFAULT_SAMPLING, DEFAULT_TOLERANCES, FAULT_KINDS
 
 
 class FreezeRefused(Exception):

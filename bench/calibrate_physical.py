@@ -1,7 +1,7 @@
 """Equivalent variants of each fixture asset's reference against that reference: the figures the
 thresholds are calibrated on (every property must pass, with margin).
 
-    python -m usd_repair_verifier.physical.calibrate OUTDIR [-j 2]
+    python -m bench.calibrate_physical OUTDIR [-j 2]
 
 Variants: flattened layers; a renamed namespace (root prim and Geometry scope); for the cabinet,
 another collision decomposition (the door panel's box collider as two half boxes).
@@ -14,7 +14,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from .grade import run_physical
+from usd_repair_verifier.physical.grade import run_physical
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = ROOT / "fixtures" / "cases"

@@ -26,13 +26,13 @@ from pathlib import Path
 
 from usd_repair_verifier import IMPORT_ROOT
 
-from .authoring import freeze_command, inject_command
+from usd_repair_verifier.authoring.cli import freeze_command, inject_command
 
 
 def grade(args: argparse.Namespace) -> int:
     import subprocess
 
-    from .sealed import command
+    from usd_repair_verifier.scoring.sealed import command
 
     # The sealed session (scoring/sealed.py), in an isolated child interpreter: nothing in the
     # submission, the current folder or the environment takes part in the grade.
@@ -42,7 +42,7 @@ def grade(args: argparse.Namespace) -> int:
 
 
 def explain_command(args: argparse.Namespace) -> int:
-    from .report import explain_lines
+    from usd_repair_verifier.scoring.report import explain_lines
 
     try:
         grade_json = json.loads(Path(args.grade).read_text())
@@ -55,7 +55,7 @@ def explain_command(args: argparse.Namespace) -> int:
         return 2
     try:
         if args.html:
-            from .explain_html import write_page
+            from usd_repair_verifier.commands.explain_html import write_page
 
             page = write_page(grade_json, Path(args.out) if args.out else Path(args.grade).parent / "explain",
                               Path(args.case) if args.case else None, Path(args.submission) if args.submission else None)
@@ -121,16 +121,16 @@ def main(argv: list[str] | None = None) -> int:
 
     add_physical_parser(sub)
 
-    from .doctor import add_parser as add_doctor_parser  # checks this installation
+    from usd_repair_verifier.commands.doctor import add_parser as add_doctor_parser  # checks this installation
 
     add_doctor_parser(sub)
     from usd_repair_verifier.records.cli import add_parser as add_records_parser  # episode records and the results report
 
     add_records_parser(sub)
-    from usd_repair_verifier.profiles.task import add_parser as add_task_parser  # Harbor task folders from frozen cases
+    from usd_repair_verifier.authoring.task import add_parser as add_task_parser  # Harbor task folders from frozen cases
 
     add_task_parser(sub)
-    from .regrade import add_parser as add_regrade_parser  # re-grading stored submissions at scale
+    from usd_repair_verifier.regrade.command import add_parser as add_regrade_parser  # re-grading stored submissions at scale
 
     add_regrade_parser(sub)
 

@@ -15,9 +15,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .digest import tree_digest
-from .inject import Injected, inject
-from .schema import Fault
+from usd_repair_verifier.profiles.digest import tree_digest
+from usd_repair_verifier.authoring.inject import Injected, inject
+from usd_repair_verifier.profiles.schema import Fault
 
 MANIFEST_SUFFIX = ".inject.json"
 MANIFEST_FORMAT = "usdgrade-inject-manifest/1"

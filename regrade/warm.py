@@ -9,7 +9,7 @@ keyed by the profile's digest and the scoring version).
 
 Untrusted input stays contained as in the single command: each item's validity gate runs in
 its own capped child process. What a session cannot contain is handled by the process that
-owns this grader (scoring/pool.py, scoring/ray_engine.py): a per-item time limit and a worker
+owns this grader (regrade/pool.py, regrade/ray_engine.py): a per-item time limit and a worker
 that dies. After each item the grader checks that pxr holds no layer of the package it just
 graded (a later package at the same path must be read from disk, not from memory); when one
 is left, the grader asks to be replaced.
@@ -29,9 +29,9 @@ from pathlib import Path
 from usd_repair_verifier.profiles.case import CaseError, load_case
 from usd_repair_verifier.profiles.schema import SCORING_VERSION
 
-from . import VERIFIER_VERSION, outputs, report
-from .reference_cache import ReferenceCache
-from .reward import INFRASTRUCTURE_EXIT, Expected, decide
+from usd_repair_verifier.scoring import VERIFIER_VERSION, outputs, report
+from usd_repair_verifier.scoring.reference_cache import ReferenceCache
+from usd_repair_verifier.scoring.reward import INFRASTRUCTURE_EXIT, Expected, decide
 
 
 
@@ -77,7 +77,7 @@ class _WarmPlugin:
         self.references = references
 
     def pytest_configure(self, config) -> None:
-        from .plugin import REFERENCES
+        from usd_repair_verifier.scoring.plugin import REFERENCES
 
         config.stash[REFERENCES] = self.references
 
@@ -114,7 +114,7 @@ class WarmGrader:
         import pytest  # noqa: F401
         from usd_repair_verifier.gates import validity
 
-        from . import plugin, session  # noqa: F401  the imports every item would otherwise pay
+        from usd_repair_verifier.scoring import plugin, session  # noqa: F401  the imports every item would otherwise pay
 
         if fork_validity:
             validity.start_fork_server()  # each item's capped validity worker, without pxr's import
@@ -136,7 +136,7 @@ class WarmGrader:
             return self._result(item, infrastructure_result(item, unreadable, time.perf_counter() - start), start)
         import pytest
 
-        from .sealed import pytest_argv
+        from usd_repair_verifier.scoring.sealed import pytest_argv
 
         held_before = _held_layers()
         out = Path(tempfile.mkdtemp(prefix="usdgrade-warm-"))

@@ -21,7 +21,7 @@ from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics, UsdShade, Vt
 from usd_repair_verifier.stage_snapshot import mass as mass_properties
 from usd_repair_verifier.stage_snapshot import materials as material_props
 
-from .vocabulary import FAULT_KINDS
+from usd_repair_verifier.profiles.vocabulary import FAULT_KINDS
 
 
 class InjectionError(Exception):
@@ -856,9 +856,9 @@ def _inject_in_place(package: Path, faults: list[tuple[str, str]], seed: int) ->
 
 
 # Component and collider injectors live in their own module (it imports the helpers above).
-from .inject_parts import PART_INJECTORS  # noqa: E402
+from usd_repair_verifier.authoring.inject_parts import PART_INJECTORS  # noqa: E402
 
 INJECTORS.update(PART_INJECTORS)
-from .inject_appearance import APPEARANCE_INJECTORS  # noqa: E402
+from usd_repair_verifier.authoring.inject_appearance import APPEARANCE_INJECTORS  # noqa: E402
 
 INJECTORS.update(APPEARANCE_INJECTORS)

@@ -11,7 +11,7 @@ from pxr import Gf, Sdf, UsdGeom, Vt
 
 from usd_repair_verifier.stage_snapshot import materials
 
-from .inject import InjectionError, _visual_differs, _visual_of, _writable, set_attribute
+from usd_repair_verifier.authoring.inject import InjectionError, _visual_differs, _visual_of, _writable, set_attribute
 
 OPACITY = 0.25   # far from any authored opacity of an opaque part
 

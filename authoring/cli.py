@@ -16,12 +16,12 @@ import json
 import sys
 from pathlib import Path
 
-from .progress import labelled
+from usd_repair_verifier.scoring.progress import labelled
 
 
 def print_targets(reference: Path, kinds: list[str]) -> int:
-    from usd_repair_verifier.profiles.inject import InjectionError
-    from usd_repair_verifier.profiles.inject_targets import list_targets
+    from usd_repair_verifier.authoring.inject import InjectionError
+    from usd_repair_verifier.authoring.inject_targets import list_targets
 
     try:
         listing = list_targets(reference, kinds or None, progress=labelled("trying targets", "try"))
@@ -54,8 +54,8 @@ def parse_faults(specs: list[str]) -> list[tuple[str, str]] | str:
 
 
 def inject_command(args: argparse.Namespace) -> int:
-    from usd_repair_verifier.profiles.inject import INJECTORS, InjectionError, inject
-    from usd_repair_verifier.profiles.manifest import write_manifest
+    from usd_repair_verifier.authoring.inject import INJECTORS, InjectionError, inject
+    from usd_repair_verifier.authoring.manifest import write_manifest
     from usd_repair_verifier.profiles.vocabulary import FAULT_KINDS
 
     if args.list:
@@ -90,8 +90,8 @@ def inject_command(args: argparse.Namespace) -> int:
 
 def faults_for_freeze(reference: Path, input_: Path, faults_file: str | None):
     """The faults to freeze, and the lines that say where they came from; None: refuse."""
-    from usd_repair_verifier.profiles.freeze import detect_faults
-    from usd_repair_verifier.profiles.manifest import collateral, mismatch, read_manifest
+    from usd_repair_verifier.authoring.freeze import detect_faults
+    from usd_repair_verifier.authoring.manifest import collateral, mismatch, read_manifest
     from usd_repair_verifier.profiles.schema import Fault
 
     if faults_file:
@@ -124,7 +124,7 @@ def faults_for_freeze(reference: Path, input_: Path, faults_file: str | None):
 
 
 def freeze_command(args: argparse.Namespace) -> int:
-    from usd_repair_verifier.profiles.freeze import FreezeRefused, freeze
+    from usd_repair_verifier.authoring.freeze import FreezeRefused, freeze
 
     reference, input_ = Path(args.reference), Path(args.input)
     try:

@@ -1,6 +1,6 @@
 """`--engine ray`: warm graders as Ray core tasks (the optional `ray` extra).
 
-Each item is one task (`num_cpus=1`, `memory` as asked) running scoring/warm.py in a Ray
+Each item is one task (`num_cpus=1`, `memory` as asked) running regrade/warm.py in a Ray
 worker process; Ray keeps its workers, so a worker's imports and reference snapshots serve
 every item it is given. The driver keeps a bounded number of tasks in flight (the cluster's
 CPUs), collects them with `ray.wait` as they finish and alone writes the results.
@@ -23,7 +23,7 @@ from typing import Iterable, Iterator
 
 from usd_repair_verifier import IMPORT_ROOT
 
-from .warm import Item, ItemResult, infrastructure_result, time_limit_reason, versions
+from usd_repair_verifier.regrade.warm import Item, ItemResult, infrastructure_result, time_limit_reason, versions
 
 _GRADER = None  # this Ray worker process's warm grader, made on its first item
 
@@ -31,7 +31,7 @@ _GRADER = None  # this Ray worker process's warm grader, made on its first item
 def _grade_task(item: dict) -> dict:
     global _GRADER
     if _GRADER is None:
-        from .warm import WarmGrader
+        from usd_repair_verifier.regrade.warm import WarmGrader
 
         _GRADER = WarmGrader()
     return _GRADER.grade(Item(**item)).to_dict()

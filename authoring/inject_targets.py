@@ -19,8 +19,8 @@ from pxr import Usd
 
 from usd_repair_verifier.stage_snapshot.read import read_snapshot
 
-from .inject import INJECTORS, InjectionError, root_layer_of
-from .vocabulary import FAULT_KINDS
+from usd_repair_verifier.authoring.inject import INJECTORS, InjectionError, root_layer_of
+from usd_repair_verifier.profiles.vocabulary import FAULT_KINDS
 
 
 @dataclass(frozen=True)

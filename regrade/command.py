@@ -5,7 +5,7 @@
         [--engine local|ray] [-j N] [--ray-address ADDR] [--time-limit S] [--memory-mb M]
         [--where FIELD=VALUE[,VALUE]]... [--refreeze] [--no-progress]
 
-Each submission is graded against its case exactly as `pytest checks` grades it (scoring/warm.py)
+Each submission is graded against its case exactly as `pytest checks` grades it (regrade/warm.py)
 and the new grade is stored under this verifier's version: in OUT/<version>/<job>/<trial>/ (job
 folders; the trial folders are never written) or as a new grade row (the store). What is already
 graded at this version is skipped, so an interrupted run resumes where it stopped. `--refreeze`
@@ -28,10 +28,10 @@ from pathlib import Path
 
 from usd_repair_verifier.profiles.schema import SCORING_VERSION
 
-from . import VERIFIER_VERSION
-from .regrade_sources import (DEFAULT_SUBMISSION_IN, Stored, find_case, job_submissions, parse_where,
+from usd_repair_verifier.scoring import VERIFIER_VERSION
+from usd_repair_verifier.regrade.sources import (DEFAULT_SUBMISSION_IN, Stored, find_case, job_submissions, parse_where,
                               selected)
-from .warm import Item, ItemResult
+from usd_repair_verifier.regrade.warm import Item, ItemResult
 
 VERSION_LABEL = f"scoring-{SCORING_VERSION}_verifier-{VERIFIER_VERSION}"
 MOVED = 1e-9          # a reward change smaller than this is float noise, not a move
@@ -51,7 +51,7 @@ class FolderSink:
         return (self.folder(stored) / "grade.json").is_file()
 
     def write(self, stored: Stored, result: ItemResult) -> None:
-        from .outputs import GRADE_FILE, REWARD_FILE, inside
+        from usd_repair_verifier.scoring.outputs import GRADE_FILE, REWARD_FILE, inside
 
         folder = self.folder(stored)
         if inside(folder, stored.submission):
@@ -71,7 +71,7 @@ def _write_text(path: Path, text: str) -> None:
 
 def refreeze(case: Path, cases_out: Path) -> tuple[Path | None, str | None]:
     """(the case to grade with, or None; why not). A current case is returned unchanged."""
-    from usd_repair_verifier.profiles.freeze import FreezeRefused, freeze
+    from usd_repair_verifier.authoring.freeze import FreezeRefused, freeze
     from usd_repair_verifier.profiles.schema import ProfileError, load_profile
 
     try:
@@ -95,10 +95,10 @@ def refreeze(case: Path, cases_out: Path) -> tuple[Path | None, str | None]:
 
 def _engine(args: argparse.Namespace):
     if args.engine == "ray":
-        from .ray_engine import RayEngine
+        from usd_repair_verifier.regrade.ray_engine import RayEngine
 
         return RayEngine(args.j, args.time_limit, args.ray_address, args.memory_mb)
-    from .pool import LocalPool
+    from usd_repair_verifier.regrade.pool import LocalPool
 
     return LocalPool(args.j, args.time_limit, log_dir=args.log_dir)
 
@@ -106,7 +106,7 @@ def _engine(args: argparse.Namespace):
 def gather(args: argparse.Namespace):
     """(stored submissions to consider, the sink that stores new grades)."""
     if args.db:
-        from .regrade_store import StoreSink, store_submissions
+        from usd_repair_verifier.regrade.store import StoreSink, store_submissions
 
         sink = StoreSink(args.db)
         return store_submissions(sink.store, Path(args.submissions_root) if args.submissions_root else None), sink

@@ -20,9 +20,9 @@ from urllib.parse import unquote, urlparse
 
 from usd_repair_verifier.profiles.schema import SCORING_VERSION
 
-from . import VERIFIER_VERSION
-from .regrade_sources import DEFAULT_SUBMISSION_IN, Stored
-from .warm import ItemResult
+from usd_repair_verifier.scoring import VERIFIER_VERSION
+from usd_repair_verifier.regrade.sources import DEFAULT_SUBMISSION_IN, Stored
+from usd_repair_verifier.regrade.warm import ItemResult
 
 
 class StoreSink:

@@ -4,7 +4,7 @@ One offline page (PAGE_DIR/index.html and its PNGs; no network, no script): the 
 the reward's arithmetic, every gate with its reason, and every failing check with its
 components as bars (the candidate's error against the tolerance and against the input's
 error: the progress the repair made, visible) and a picture pair: reference and candidate
-from the same camera, the check's parts highlighted (scoring/explain_pictures.py).
+from the same camera, the check's parts highlighted (commands/explain_pictures.py).
 
 Pictures are drawn only from the graded bytes: the case's profile and the submission must
 have the digests grade.json recorded, else the page says why there are none. Everything
@@ -21,8 +21,8 @@ from usd_repair_verifier.profiles.digest import tree_digest
 from usd_repair_verifier.stage_snapshot.read import StageOpenError
 from usd_repair_verifier.visual.render import RenderError
 
-from .progress import progress
-from .report import arithmetic, checks_not_run, failing_checks, not_run_by_kind, unmeasured_checks
+from usd_repair_verifier.scoring.progress import progress
+from usd_repair_verifier.scoring.report import arithmetic, checks_not_run, failing_checks, not_run_by_kind, unmeasured_checks
 
 MAX_PICTURED = 20   # failing checks drawn (least progress first); the rest get bars only
 
@@ -122,7 +122,7 @@ def draw_figures(checks: list[dict], case: Path, submission: Path, out: Path) ->
     """{check index: figure HTML}; writes check-<i>-<role>-<view>.png into `out`."""
     from usd_repair_verifier.profiles.case import load_case
 
-    from .explain_pictures import Pictures
+    from usd_repair_verifier.commands.explain_pictures import Pictures
 
     profile = load_case(case).profile
     pictures = Pictures(case / "reference", submission, dict(profile.sampling), dict(profile.correspondence))

@@ -28,7 +28,7 @@ from pathlib import Path
 import usd_repair_verifier
 from usd_repair_verifier.closed_book.harbor import TRAJECTORY_FOLDER, collect_block
 
-from .case import CaseError, load_case
+from usd_repair_verifier.profiles.case import CaseError, load_case
 
 TEMPLATES = Path(__file__).resolve().with_name("task_files")
 VERIFIER_ROOT = Path(__file__).resolve().parent.parent

@@ -120,7 +120,7 @@ def check_fixture_grade(case: Path, submission: Path, expected: float) -> list[F
                                                  "give --case CASE --submission DIR --expect R")]
     with tempfile.TemporaryDirectory(prefix="usdgrade-doctor-") as tmp:
         start = time.perf_counter()
-        run = subprocess.run([sys.executable, "-m", "usd_repair_verifier.scoring.cli", "grade", str(submission), "--case", str(case),
+        run = subprocess.run([sys.executable, "-m", "usd_repair_verifier.commands.cli", "grade", str(submission), "--case", str(case),
                               "--out", str(Path(tmp) / "out")], cwd=tmp, capture_output=True, text=True)
         seconds = time.perf_counter() - start
         reward_file = Path(tmp) / "out" / "reward.json"

@@ -3,7 +3,7 @@
 Two sources give the same thing, a list of `Stored` submissions:
 - Harbor job folders (`JOB/<trial>/result.json`, the submission under `artifacts/app` as
   Harbor collects the declared `/app` artifact, the earlier grade in `verifier/grade.json`);
-- the episode records store (scoring/regrade_store.py).
+- the episode records store (regrade/store.py).
 A case is found by id in the `--cases` folder: `CASES/<id>/profile.json`, or a Harbor task
 folder `CASES/<id>/tests/case/profile.json`; the id is the earlier grade's profile id, else
 the task's name.

@@ -8,7 +8,7 @@ from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
 
 from usd_repair_verifier.stage_snapshot.parts import is_visible
 
-from .inject import InjectionError, _asset_size_units, _own_colliders, set_api_schemas, set_attribute
+from usd_repair_verifier.authoring.inject import InjectionError, _asset_size_units, _own_colliders, set_api_schemas, set_attribute
 
 
 

@@ -1,4 +1,4 @@
-"""`--engine local`: a pool of warm graders (scoring/warm.py), one process each.
+"""`--engine local`: a pool of warm graders (regrade/warm.py), one process each.
 
 The driver hands one item at a time to each idle worker over a pipe and streams results
 back as they finish. What a pytest session cannot contain is handled here:
@@ -7,7 +7,7 @@ back as they finish. What a pytest session cannot contain is handled here:
   (an infrastructure error) and a new worker takes the slot;
 - a worker that dies (a crash in native code, the kernel's OOM killer): it is replaced and
   its item retried once in a fresh worker, then recorded as an infrastructure error;
-- a worker that asks to be replaced (scoring/warm.py: pxr still holds a graded layer).
+- a worker that asks to be replaced (regrade/warm.py: pxr still holds a graded layer).
 Workers start with `spawn` (nothing inherited from the driver but its arguments) and each
 leads its own process group.
 """
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from typing import Iterable, Iterator
 
-from .warm import Item, ItemResult, infrastructure_result, time_limit_reason
+from usd_repair_verifier.regrade.warm import Item, ItemResult, infrastructure_result, time_limit_reason
 
 START_TIMEOUT_S = 300.0   # imports on a cold, busy machine; a worker that never says "ready" is a fault
 
@@ -33,7 +33,7 @@ def worker_main(conn: Connection, log_path: str | None) -> None:
     null = os.open(log_path or os.devnull, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     os.dup2(null, 1)
     os.dup2(null, 2)
-    from .warm import WarmGrader
+    from usd_repair_verifier.regrade.warm import WarmGrader
 
     grader = WarmGrader(log_path=log_path)
     conn.send(("ready", os.getpid()))

@@ -1,0 +1,2 @@
+"""Re-grading at scale (`usdgrade regrade`): the warm worker that grades many submissions in one
+process, its local process pool and Ray engines, and the sources and store it reads and writes."""
