@@ -121,7 +121,6 @@ def physics(cmp: Comparison, target: str):
 
 
 MEASURES = {VISUAL: visual, PHYSICS: physics}
-MATERIAL_CHECKS = (VISUAL, PHYSICS)
 
 
 def physics_targets(reference) -> list[str]:

@@ -18,12 +18,15 @@ from usd_repair_verifier.checks import joints
 from usd_repair_verifier.checks.measurement import Comparison
 from usd_repair_verifier.checks.registry import measure
 from usd_repair_verifier.authoring.inject import inject, root_layer_of
+from usd_repair_verifier.profiles.families import gated_measures, measure_names
 from usd_repair_verifier.profiles.vocabulary import DEFAULT_TOLERANCES
 from usd_repair_verifier.stage_snapshot import spatial
 from usd_repair_verifier.stage_snapshot.correspondence import correspond
 from usd_repair_verifier.stage_snapshot.model import Limit, Pose
 from usd_repair_verifier.stage_snapshot.read import read_snapshot
 from tests import variants
+
+JOINT_CHECKS = tuple(name for _, name in gated_measures("all_joints"))  # what all_joints runs on every joint
 
 ROOT = Path(__file__).resolve().parent.parent
 ASSETS = ROOT / "fixtures" / "assets"
@@ -95,7 +98,7 @@ def test_every_joint_check_passes_reference_against_reference(asset):
     assert snap.joints, asset
     cmp = compare(snap, snap)
     for target in joints.targets(snap):
-        for name in joints.JOINT_CHECKS + ("redundant",):
+        for name in measure_names("joint"):
             m = run(cmp, name, target)
             assert m.passed is True, f"{asset} {name} {target}: {m.details}"
     m = run(cmp, "roots", "*", family="articulation")
@@ -109,7 +112,7 @@ def test_every_joint_check_passes_on_a_flattened_copy(asset, tmp_path):
     cand = read_snapshot(root_layer_of(variants.flatten(ASSETS / asset, tmp_path / "flat")))
     cmp = compare(snap, cand)
     for target in joints.targets(snap):
-        for name in joints.JOINT_CHECKS + ("redundant",):
+        for name in measure_names("joint"):
             m = run(cmp, name, target)
             assert m.passed is True, f"{asset} {name} {target}: {m.details}"
 
@@ -435,7 +438,7 @@ def test_missing_joint_fails_every_check():
     cand = replace(ref, joints={p: j for p, j in ref.joints.items() if p != HIP_1})
     cmp = compare(ref, cand)
     assert cmp.match.joints[HIP_1] is None
-    for name in joints.JOINT_CHECKS:
+    for name in JOINT_CHECKS:
         m = run(cmp, name, HIP_1)
         assert m.passed is False, name
 
@@ -522,7 +525,7 @@ def test_cabinet_root_on_an_ancestor_renamed_still_valid(tmp_path):
     assert m.passed is True, m.details
     cmp = compare(ref, cand)
     for target in joints.targets(ref):
-        for name in joints.JOINT_CHECKS:
+        for name in JOINT_CHECKS:
             assert run(cmp, name, target).passed is True, (name, target)
 
 
@@ -561,7 +564,7 @@ def test_bodies_swapped_in_the_package_is_the_same_joint(asset, target, tmp_path
     assert (cand.joints[target].body0, cand.joints[target].body1) == (ref.joints[target].body1, ref.joints[target].body0)
     cmp = compare(ref, cand)
     assert cmp.match.joints[target] == target
-    for name in joints.JOINT_CHECKS:
+    for name in JOINT_CHECKS:
         m = run(cmp, name, target)
         assert m.passed is True, f"{name}: {m.details}"
 
@@ -657,7 +660,7 @@ def test_spherical_joint_reference_against_itself(tmp_path):
     ref = _cabinet_with(tmp_path, "ref", _spherical)
     assert ref.joints["/Cabinet/Joints/Ball"].type == "spherical"
     cmp = compare(ref, ref)
-    for name in joints.JOINT_CHECKS:
+    for name in JOINT_CHECKS:
         assert run(cmp, name, "/Cabinet/Joints/Ball").passed is True, name
 
 
