@@ -9,7 +9,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-from usd_repair_verifier.scoring import doctor
+from usd_repair_verifier.commands import doctor
 
 ROOT = Path(__file__).resolve().parent.parent
 CASE = ROOT / "fixtures" / "cases" / "ant_two_joint_faults"

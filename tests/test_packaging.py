@@ -70,7 +70,7 @@ def test_every_data_file_is_package_data():
 
 def test_entry_points_name_namespaced_modules():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    assert project["scripts"] == {"usdgrade": f"{NAMESPACE}.scoring.cli:main"}
+    assert project["scripts"] == {"usdgrade": f"{NAMESPACE}.commands.cli:main"}
     # pytest registers a plugin once per name: the entry point's name is the module the conftest names
     assert project["entry-points"]["pytest11"] == {f"{NAMESPACE}.scoring.plugin": f"{NAMESPACE}.scoring.plugin"}
     conftest = (ROOT / "conftest.py").read_text()
@@ -106,7 +106,7 @@ from scoring import plugin
 def lazy():
     from closed_book.rule import y
     import scoring.plugin as p
-    return importlib.import_module("scoring.plugin"), ["-m", "commands.cli"], "closed_book.HARBOR"
+    return importlib.import_module("scoring.plugin"), ["-m", "scoring.cli"], "closed_book.HARBOR"
 
 
 CODE = "import sys; import closed_book; from scoring.plugin import x\\nimport scoring.plugin as p\\nscoring.cli.y"
@@ -125,7 +125,7 @@ from usd_repair_verifier.scoring import plugin
 def lazy():
     from usd_repair_verifier.closed_book.rule import y
     import usd_repair_verifier.scoring.plugin as p
-    return importlib.import_module("usd_repair_verifier.scoring.plugin"), ["-m", "usd_repair_verifier.commands.cli"], "usd_repair_verifier.closed_book.HARBOR"
+    return importlib.import_module("usd_repair_verifier.scoring.plugin"), ["-m", "usd_repair_verifier.scoring.cli"], "usd_repair_verifier.closed_book.HARBOR"
 
 
 CODE = "import sys; from usd_repair_verifier import closed_book; from usd_repair_verifier.scoring.plugin import x\\nimport usd_repair_verifier.scoring.plugin as p\\nusd_repair_verifier.scoring.cli.y"
@@ -140,7 +140,7 @@ def small_repo(tmp_path):
         '"usd_repair_verifier.scoring" = "scoring"\n"usd_repair_verifier.closed_book" = "closed_book"\n'
         '"usd_repair_verifier.visual" = "visual"\n"usd_repair_verifier.records" = "records"\n'
         '"usd_repair_verifier.checks" = "checks"\n'
-        '[project.scripts]\nusdgrade = "commands.cli:main"\n')
+        '[project.scripts]\nusdgrade = "scoring.cli:main"\n')
     for package, modules in {"scoring": ("plugin", "cli"), "closed_book": ("rule",), "visual": ("render",),
                              "records": ("store",), "checks": ("registry",)}.items():
         (tmp_path / package).mkdir()
@@ -148,7 +148,7 @@ def small_repo(tmp_path):
         for module in modules:
             (tmp_path / package / f"{module}.py").write_text("")
     (tmp_path / "code.py").write_text(BEFORE)
-    (tmp_path / "doc.md").write_text("```\nimport closed_book\npython -m commands.cli\n```\nsee records.store\n")
+    (tmp_path / "doc.md").write_text("```\nimport closed_book\npython -m scoring.cli\n```\nsee records.store\n")
     (tmp_path / "binds.py").write_text("import scoring.plugin\n")
     return tmp_path
 
@@ -167,9 +167,9 @@ def test_the_rewrite_namespaces_imports_and_module_paths_and_is_idempotent(small
     assert first.returncode == 0, first.stderr
     assert (small_repo / "code.py").read_text() == AFTER
     assert (small_repo / "doc.md").read_text() == (
-        "```\nfrom usd_repair_verifier import closed_book\npython -m usd_repair_verifier.commands.cli\n```\n"
+        "```\nfrom usd_repair_verifier import closed_book\npython -m usd_repair_verifier.scoring.cli\n```\n"
         "see usd_repair_verifier.records.store\n")
-    assert 'usdgrade = "usd_repair_verifier.commands.cli:main"' in (small_repo / "pyproject.toml").read_text()
+    assert 'usdgrade = "usd_repair_verifier.scoring.cli:main"' in (small_repo / "pyproject.toml").read_text()
 
     snapshot = {f: f.read_text() for f in files}
     second = run_script(small_repo, *map(str, files))
