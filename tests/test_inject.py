@@ -99,3 +99,36 @@ def test_family_tables_are_disjoint_and_make_the_injector_table():
     tables = [importlib.import_module(module).INJECTORS for module in FAMILY_MODULES]
     assert sum(len(table) for table in tables) == len(INJECTORS)
     assert {kind: f for table in tables for kind, f in table.items()} == INJECTORS
+
+
+def flattened(first: str, second: str) -> str:
+    """A flattened layer as Flatten writes it, prototypes in the order of their numbers: `first` holds
+    colour 0.1, `second` colour 0.9; /Asset/A is an instance of the 0.9 one, /Asset/B of the 0.1 one."""
+    def prototype(name, colour):
+        return (f'over "{name}"\n{{\n    color3f inputs:diffuseColor = ({colour}, {colour}, {colour})\n'
+                f'    token outputs:surface.connect = </{name}.outputs:surface>\n}}\n\n')
+    instances = "".join(f'    def Material "{n}" (\n        instanceable = true\n        append references = </{p}>\n'
+                        f'    )\n    {{\n    }}\n' for n, p in (("A", second), ("B", first)))
+    prototypes = sorted([(first, 0.1), (second, 0.9)])
+    return ('#usda 1.0\n(\n    defaultPrim = "Asset"\n)\n\n' + "".join(prototype(*p) for p in prototypes)
+            + f'def Xform "Asset"\n{{\n{instances}}}\n\n')
+
+
+def test_flattened_prototypes_get_the_same_names_whatever_flatten_numbered_them():
+    from pxr import Sdf
+
+    from usd_repair_verifier.authoring.inject.body import unmarked_prototypes
+
+    one = unmarked_prototypes(flattened("Flattened_Prototype_1", "Flattened_Prototype_2"), "Asset")
+    other = unmarked_prototypes(flattened("Flattened_Prototype_2", "Flattened_Prototype_1"), "Asset")
+    assert one == other and "Flattened" not in one
+    layer = Sdf.Layer.CreateAnonymous(".usda")
+    assert layer.ImportFromString(one)
+    # Named in the order the asset refers to them, written in that order, each instance keeping its prototype.
+    assert [p.name for p in layer.rootPrims] == ["Asset_1", "Asset_2", "Asset"]
+    prototype_of = {n: layer.GetPrimAtPath(f"/Asset/{n}").referenceList.appendedItems[0].primPath for n in "AB"}
+    assert prototype_of == {"A": Sdf.Path("/Asset_1"), "B": Sdf.Path("/Asset_2")}
+    colour = {p: layer.GetAttributeAtPath(p.AppendProperty("inputs:diffuseColor")).default[0] for p in prototype_of.values()}
+    assert colour[prototype_of["A"]] == pytest.approx(0.9) and colour[prototype_of["B"]] == pytest.approx(0.1)
+    connection = layer.GetAttributeAtPath("/Asset_1.outputs:surface").connectionPathList.explicitItems
+    assert list(connection) == [Sdf.Path("/Asset_1.outputs:surface")]

@@ -76,7 +76,7 @@ def body_hierarchy(stage, target, rng, dirty) -> str:
         if name.startswith("xformOp:") or name == "xformOpOrder":
             spec.RemoveProperty(spec.attributes[name])
     _author_local_pose(spec, world * parent_world.GetInverse(), had_ops)
-    text = _unmarked_prototypes(flat.ExportToString(), stage.GetDefaultPrim().GetName() or "Prototype")
+    text = unmarked_prototypes(flat.ExportToString(), stage.GetDefaultPrim().GetName() or "Prototype")
     # Flatten anchors asset paths to absolute ones: make them relative to the root layer again.
     package = root.realPath.rsplit("/", 1)[0]
     documentation = root.documentation
@@ -105,18 +105,54 @@ def _author_local_pose(spec: Sdf.PrimSpec, local: Gf.Matrix4d, had: set[str]) ->
                       variability=Sdf.VariabilityUniform).default = [name for name, _, _ in values]
 
 
-def _unmarked_prototypes(text: str, base: str) -> str:
-    """Flatten names instancing prototypes `Flattened_Prototype_N`: name them after the asset instead."""
-    n = 0
-    while "Flattened_Prototype_" in text:
-        start = text.index("Flattened_Prototype_") + len("Flattened_Prototype_")
-        number = re.match(r"\d+", text[start:]).group()
-        old = f"Flattened_Prototype_{number}"
+FLATTENED_PROTOTYPE = re.compile(r"\bFlattened_Prototype_\d+\b")
+ROOT_PRIM_LINE = re.compile(r"^(?:def|over|class)\b", re.M)
+
+
+def _root_prims(text: str) -> tuple[str, list[tuple[str, str, str]]]:
+    """An exported layer's header and its root prims in order: (name, text through the closing brace, blank lines)."""
+    starts = [m.start() for m in ROOT_PRIM_LINE.finditer(text)]
+    prims = []
+    for a, b in zip(starts, starts[1:] + [len(text)]):
+        body = text[a:b].rstrip("\n") + "\n"
+        prims.append((re.search(r'"([^"]+)"', body).group(1), body, text[a + len(body):b]))
+    return text[: starts[0] if starts else len(text)], prims
+
+
+def unmarked_prototypes(text: str, base: str) -> str:
+    """Flatten's instancing prototypes `Flattened_Prototype_N`, named after the asset instead, in a fixed order.
+
+    Flatten numbers prototypes in the order the stage happened to make them, which differs
+    from run to run. Here they are numbered in the order the rest of the layer first refers
+    to them (a prototype only another prototype refers to, after that one), and written in
+    that order, so the same package gives the same text.
+    """
+    if not FLATTENED_PROTOTYPE.search(text):
+        return text
+    header, prims = _root_prims(text)
+    prototypes = {name: body for name, body, _ in prims if FLATTENED_PROTOTYPE.fullmatch(name)}
+    order: list[str] = []
+    queue = [body for name, body, _ in prims if name not in prototypes]
+    for body in queue:  # grows as prototypes are reached
+        for name in FLATTENED_PROTOTYPE.findall(body):
+            if name in prototypes and name not in order:
+                order.append(name)
+                queue.append(prototypes[name])
+    # Prototypes nothing refers to (not expected): by their text, their own names left out.
+    order += sorted(set(prototypes) - set(order), key=lambda name: FLATTENED_PROTOTYPE.sub("", prototypes[name]))
+    # And any other mention, so that no name points at the flattening (Flatten writes prototypes at the root).
+    order += [name for name in dict.fromkeys(FLATTENED_PROTOTYPE.findall(text)) if name not in order]
+    names, n = {}, 0
+    for old in order:
         n += 1
         while f"{base}_{n}" in text:
             n += 1
-        text = re.sub(rf"\b{old}\b", f"{base}_{n}", text)
-    return text
+        names[old] = f"{base}_{n}"
+    renamed = iter(prototypes[old] for old in order if old in prototypes)
+    out = [header]
+    for name, body, gap in prims:
+        out += [next(renamed) if name in prototypes else body, gap]
+    return FLATTENED_PROTOTYPE.sub(lambda m: names[m.group()], "".join(out))
 
 
 def _ancestors(prim: Usd.Prim):
