@@ -19,8 +19,6 @@ from usd_repair_verifier.authoring.inject.edits import (
 
 
 MASS_UNIT_FACTOR = 1000.0   # grams authored where kilograms are meant
-
-
 DENSITY_CHANGE = math.log(1.1)  # a misplaced density must move the mass by at least 10%
 
 
