@@ -74,7 +74,6 @@ class Worker:
         self.sublayer_edges: dict[str, list[str]] = {}
         self.stats = DependencyStats()
         self.asset_files: set[str] = set()
-        self.unparsed: list[str] = []
 
     # -- reporting ---------------------------------------------------------
     def show(self, loc_or_path: Any) -> str:
@@ -216,7 +215,6 @@ class Worker:
                 done.add(key)
                 layer, anchor = self.open_layer(loc)
                 if layer is None:
-                    self.unparsed.append(key)
                     continue
                 self.layers.append(key)
                 LayerScan(self, loc, layer, anchor, queue).run()
