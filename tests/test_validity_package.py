@@ -90,3 +90,13 @@ def test_worker_protocol_round_trips(tmp_path):
     result.write(cfg.result)
     assert WorkerResult.read(cfg.result) == result
     assert not (tmp_path / "r.json.tmp").exists()
+
+
+def test_every_public_name_resolves_to_its_module():
+    from usd_repair_verifier.gates import validity
+
+    for name in validity.__all__:
+        assert getattr(validity, name) is not None, name
+    assert validity.check_submission.__module__ == "usd_repair_verifier.gates.validity.gate"
+    with pytest.raises(AttributeError):
+        validity.no_such_name  # noqa: B018

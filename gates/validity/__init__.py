@@ -172,10 +172,6 @@ from typing import TYPE_CHECKING, Any
 _EXPORTS = {
     "RULES": "rules",
     "USD_EXTENSIONS": "rules",
-    "TEXT_LAYER_EXTENSIONS": "rules",
-    "MAX_DETAILS": "text",
-    "MISSING_INSIDE": "paths",
-    "DEFAULT_WORKER_TIMEOUT_S": "limits",
     "ResourceLimits": "limits",
     "default_worker_memory": "limits",
     "RuleResult": "report",
@@ -199,11 +195,9 @@ __all__ = [
 
 if TYPE_CHECKING:
     from .gate import check_submission, timed_validity
-    from .limits import DEFAULT_WORKER_TIMEOUT_S, ResourceLimits, default_worker_memory
-    from .paths import MISSING_INSIDE
+    from .limits import ResourceLimits, default_worker_memory
     from .report import RuleResult, ValidityReport
-    from .rules import RULES, TEXT_LAYER_EXTENSIONS, USD_EXTENSIONS
-    from .text import MAX_DETAILS
+    from .rules import RULES, USD_EXTENSIONS
 
 
 def __getattr__(name: str) -> Any:

@@ -121,10 +121,10 @@ class LayerScan:
     # -- the layer ------------------------------------------------------------
     def run(self) -> None:
         layer = self.layer
-        ok, sublayers = self.read("subLayers", lambda: list(layer.subLayerPaths))
+        _, sublayers = self.read("subLayers", lambda: list(layer.subLayerPaths))
         for sp in sublayers or []:
             self.layer_dep(sp, "sublayer", "", sublayer=True)
-        ok, extra = self.read("composition dependencies", lambda: list(layer.GetCompositionAssetDependencies()))
+        _, extra = self.read("composition dependencies", lambda: list(layer.GetCompositionAssetDependencies()))
         listed = set(sublayers or [])
         # A set (its order follows the process's string hashing): sorted, so that the same
         # package gives the same report in every process.
