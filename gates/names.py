@@ -7,7 +7,7 @@ that their tables list exactly these names.
 """
 from __future__ import annotations
 
-from .validity import RULES
+from .validity.rules import RULES
 
 # The candidate must also compose and read; checked after the file-level rules.
 STAGE_RULE = "stage_reads"

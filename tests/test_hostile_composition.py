@@ -195,7 +195,7 @@ def test_modest_composition_stays_gradable(tmp_path, outcome_table):
 # --- the budgets themselves ------------------------------------------------------------
 
 def test_budgets_are_sized_from_the_reference_and_bounded_absolutely():
-    from usd_repair_verifier.gates import composed_budget
+    from usd_repair_verifier.gates.validity import composed_budget
 
     absolute = {"prims": 2_000, "instances": 50, "points": 10**6, "triangles": 10**6}
     reference = {"prims": 55, "instances": 1, "points": 0, "triangles": 300_000}

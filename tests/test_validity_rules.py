@@ -1,4 +1,4 @@
-"""Tests for gates/validity.py: one hostile package per offence, built in the test.
+"""Tests for gates/validity/: one hostile package per offence, built in the test.
 
 Every package is generated here (small usda text or bytes, no network).  Each
 case's report is computed once (lazily, per module) and shared by the case's
