@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from usd_repair_verifier.scoring import pool as pool_module
+from usd_repair_verifier.regrade import pool as pool_module
 from usd_repair_verifier.scoring.run import run_grade
 from usd_repair_verifier.regrade.warm import Item, WarmGrader
 
