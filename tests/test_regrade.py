@@ -154,6 +154,16 @@ def test_validity_forked_from_the_server_reports_what_a_fresh_worker_reports(tmp
         validity._FORK_SERVER = server
 
 
+def test_the_validity_fork_server_has_one_thread_and_numpy_loaded(grader):
+    """Workers are forked from the server: a thread of its own would be missing in every worker.
+    numpy, which a worker imports to count a mesh's triangles, is imported once, by the server."""
+    from usd_repair_verifier.gates import validity
+
+    pid = validity._FORK_SERVER.proc.pid
+    assert len(os.listdir(f"/proc/{pid}/task")) == 1
+    assert "_multiarray_umath" in Path(f"/proc/{pid}/maps").read_text()
+
+
 class _FaultyPool(pool_module.LocalPool):
     from regrade_workers import faulty_worker as _faulty
 
