@@ -161,9 +161,10 @@ class WarmGrader:
         try:
             # The sealed session's arguments: the verifier's own ini, rootdir and plugins, no
             # conftest from anywhere (a planted one in the submission never runs), --opt=value.
-            argv = [*pytest_argv(item.case, item.submission, str(out), trajectory=item.trajectory), *WARM_SESSION_ARGS]
+            argv, named = _named_plugins_apart(pytest_argv(item.case, item.submission, str(out),
+                                                          trajectory=item.trajectory))
             with _quiet(self.log_path):
-                code = int(pytest.main(argv, plugins=[_WarmPlugin(self.references)]))
+                code = int(pytest.main([*argv, *WARM_SESSION_ARGS], plugins=[_WarmPlugin(self.references), *named]))
             texts = [_read_text(out / name) for name in (outputs.GRADE_FILE, outputs.REWARD_FILE)]
         finally:
             shutil.rmtree(out, ignore_errors=True)
@@ -177,6 +178,27 @@ class WarmGrader:
         result.peak_rss_mb = peak_rss_mb()
         result.versions = versions()
         return result
+
+
+def _named_plugins_apart(argv: list[str]) -> tuple[list[str], list]:
+    """The arguments without their `-p MODULE`, and those modules, imported. pytest looks each
+    `-p` name up among every installed distribution's entry points before it imports the module
+    (about 5 ms each, every session); handed the module, it registers it under the same name
+    without the look-up. `-p no:NAME` stays an argument."""
+    import importlib
+
+    rest, modules = [], []
+    args = iter(argv)
+    for arg in args:
+        if arg != "-p":
+            rest.append(arg)
+            continue
+        name = next(args)
+        if name.startswith("no:"):
+            rest += [arg, name]
+        else:
+            modules.append(importlib.import_module(name))
+    return rest, modules
 
 
 def _read_text(path: Path) -> str | None:
