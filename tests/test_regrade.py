@@ -164,6 +164,17 @@ def test_the_validity_fork_server_has_one_thread_and_numpy_loaded(grader):
     assert "_multiarray_umath" in Path(f"/proc/{pid}/maps").read_text()
 
 
+def test_an_idle_worker_is_given_an_item_of_its_own_case_first():
+    """A worker keeps the references it read: it stays on its case, another worker takes another."""
+    pending = pool_module._Pending([Item(f"{case}{n}", case, "s") for n in range(3) for case in "ab"])
+    assert pending.take(None, {None}).key == "a0"
+    assert pending.take(None, {"a"}).key == "b0"          # a case no other worker is on
+    pending.retry(Item("again", "b", "s"))
+    assert pending.take("a", {"b"}).key == "again"         # a retry goes first
+    assert [pending.take("a", {"b"}).key for _ in range(3)] == ["a1", "a2", "b1"]
+    assert len(pending) == 1 and pending.take("b", {"a"}).key == "b2" and not pending
+
+
 class _FaultyPool(pool_module.LocalPool):
     from regrade_workers import faulty_worker as _faulty
 
