@@ -1,8 +1,9 @@
 """A warm grader: one process grades many submissions, each as its own pytest session.
 
 Every item is the very session of `pytest checks --case CASE --submission DIR --out OUT`
-(the same plugin, checks, gates and outputs; `pytest.main` in this process), so its
-grade.json is the fresh command's byte for byte apart from "timings". What is paid once
+(the same plugin, checks, gates and outputs; `pytest.main` in this process, without pytest's
+plugins that no grade reads: WARM_SESSION_ARGS), so its grade.json is the fresh command's byte
+for byte apart from "timings". What is paid once
 per process instead of once per grade: the interpreter, the imports (pxr, scipy, numpy,
 pytest, every check family) and each case's reference snapshot (scoring/reference_cache.py,
 keyed by the profile's digest and the scoring version).

@@ -123,6 +123,22 @@ def test_graded_sessions_do_not_outlive_their_items(grader):
     assert len(alive) <= 1, f"{len(alive)} sessions still alive after 3 items"
 
 
+def test_a_warm_session_skips_the_entry_point_look_ups_and_the_end_of_session_collections(grader, monkeypatch):
+    """Two of the costs a warm session leaves out (docs/regrade.md): pytest's look-up of each `-p`
+    plugin among the installed distributions, and unraisableexception's garbage collections."""
+    import _pytest.unraisableexception
+    from _pytest.config import PytestPluginManager
+
+    looked_up, collected = [], []
+    real_look_up = PytestPluginManager.load_setuptools_entrypoints
+    monkeypatch.setattr(PytestPluginManager, "load_setuptools_entrypoints",
+                        lambda self, group, name=None: looked_up.append(name) or real_look_up(self, group, name))
+    monkeypatch.setattr(_pytest.unraisableexception, "gc_collect_harder", collected.append)
+    result = grader.grade(Item("lean", str(CASES / "ant_two_joint_faults"), str(DEMO)))
+    assert result.exit_code == 0 and json.loads(result.grade_text)["authored_usd"] == 0.5
+    assert looked_up == [] and collected == []
+
+
 def test_a_case_that_is_not_there_is_an_infrastructure_error(grader, tmp_path):
     result = grader.grade(Item("gone", str(tmp_path / "no-case"), str(DEMO)))
     grade = json.loads(result.grade_text)
