@@ -8,6 +8,8 @@ back as they finish. What a pytest session cannot contain is handled here:
 - a worker that dies (a crash in native code, the kernel's OOM killer): it is replaced and
   its item retried once in a fresh worker, then recorded as an infrastructure error;
 - a worker that asks to be replaced (regrade/warm.py: pxr still holds a graded layer).
+An idle worker is given an item of the case it was given last when one is waiting, else one of a
+case no other worker is on: each worker reads fewer references (its cache keeps those it read).
 Workers start with `spawn` (nothing inherited from the driver but its arguments) and each
 leads its own process group.
 """
@@ -61,6 +63,42 @@ class _Slot:
     item: Item | None = None
     started: float = 0.0
     spawned: float = field(default_factory=time.monotonic)
+    case: str | None = None             # the case of the last item this worker was given
+
+
+class _Pending:
+    """The items no worker has yet. A worker keeps the reference snapshots of the cases it graded
+    (scoring/reference_cache.py), so an idle worker takes, in this order: an item to retry, the
+    oldest item of the case it was given last, the oldest item of the first case no other worker
+    was given last, the oldest item of the first case. Cases keep the order in which their first
+    item came, so a choice looks at no more cases than there are workers."""
+
+    def __init__(self, items: Iterable[Item]):
+        self.retries: deque[Item] = deque()
+        self.by_case: dict[str, deque[Item]] = {}
+        self.size = 0
+        for item in items:
+            self.by_case.setdefault(item.case, deque()).append(item)
+            self.size += 1
+
+    def __len__(self) -> int:
+        return self.size
+
+    def retry(self, item: Item) -> None:
+        self.retries.append(item)
+        self.size += 1
+
+    def take(self, last: str | None, others: set[str | None]) -> Item:
+        self.size -= 1
+        if self.retries:
+            return self.retries.popleft()
+        case = last if last in self.by_case else next((c for c in self.by_case if c not in others),
+                                                      next(iter(self.by_case)))
+        queue = self.by_case[case]
+        item = queue.popleft()
+        if not queue:
+            del self.by_case[case]
+        return item
 
 
 class LocalPool:
@@ -94,7 +132,7 @@ class LocalPool:
 
     def run(self, items: Iterable[Item]) -> Iterator[ItemResult]:
         """Grade every item; yield each result as it arrives (not in input order)."""
-        pending: deque[Item] = deque(items)
+        pending = _Pending(items)
         attempts: dict[str, int] = {}
         if not pending:
             return
@@ -128,10 +166,12 @@ class LocalPool:
                     self._kill(slot)
 
     @staticmethod
-    def _dispatch(slots: list[_Slot], pending: deque, attempts: dict) -> None:
+    def _dispatch(slots: list[_Slot], pending: _Pending, attempts: dict) -> None:
         for slot in slots:
             if slot.ready and slot.item is None and pending:
-                slot.item, slot.started = pending.popleft(), time.monotonic()
+                others = {s.case for s in slots if s is not slot}
+                slot.item, slot.started = pending.take(slot.case, others), time.monotonic()
+                slot.case = slot.item.case
                 attempts[slot.item.key] = attempts.get(slot.item.key, 0) + 1
                 slot.conn.send(vars(slot.item))
 
@@ -141,7 +181,7 @@ class LocalPool:
         ends += [s.spawned + START_TIMEOUT_S - now for s in slots if not s.ready]
         return max(0.0, min(ends, default=1.0)) + 0.01
 
-    def _check(self, slot: _Slot, attempts: dict, pending: deque) -> tuple[ItemResult | None, bool]:
+    def _check(self, slot: _Slot, attempts: dict, pending: _Pending) -> tuple[ItemResult | None, bool]:
         """What happened to this slot: (a result to yield or None, whether to replace the worker)."""
         try:
             message = slot.conn.recv() if slot.conn.poll() else None
@@ -166,7 +206,7 @@ class LocalPool:
         if not slot.process.is_alive():
             slot.item = None
             if attempts[item.key] <= self.retries:
-                pending.appendleft(item)  # once more, in a fresh worker
+                pending.retry(item)  # once more, in a fresh worker
                 return None, True
             reason = (f"the grading worker died (exit code {slot.process.exitcode}) on this item "
                       f"{attempts[item.key]} times")

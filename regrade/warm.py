@@ -1,8 +1,9 @@
 """A warm grader: one process grades many submissions, each as its own pytest session.
 
 Every item is the very session of `pytest checks --case CASE --submission DIR --out OUT`
-(the same plugin, checks, gates and outputs; `pytest.main` in this process), so its
-grade.json is the fresh command's byte for byte apart from "timings". What is paid once
+(the same plugin, checks, gates and outputs; `pytest.main` in this process, without pytest's
+plugins that no grade reads: WARM_SESSION_ARGS), so its grade.json is the fresh command's byte
+for byte apart from "timings". What is paid once
 per process instead of once per grade: the interpreter, the imports (pxr, scipy, numpy,
 pytest, every check family) and each case's reference snapshot (scoring/reference_cache.py,
 keyed by the profile's digest and the scoring version).
@@ -70,6 +71,23 @@ def peak_rss_mb() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1)
 
 
+# pytest's plugins that a warm session leaves out, and json-report's fields it does not record.
+# The grade reads of a session only json-report's per-test record (nodeid, outcome, metadata,
+# the call's duration, a stage's crash message), so none of these can change grade.json: they
+# serve a person at a terminal or other kinds of test suites (doctests, JUnit XML, tmp_path,
+# monkeypatch, output and log capture for failure reports, warning summaries, skip and xfail
+# marks, which the grade's tests never use, and the garbage collections pytest runs at the end
+# of a session to report exceptions raised in finalizers). Each costs every session its
+# registration and hooks; the fresh command keeps them all.
+UNUSED_PLUGINS = ("capture", "debugging", "doctest", "junitxml", "logging", "monkeypatch", "pastebin",
+                  "recwarn", "setuponly", "setupplan", "skipping", "stepwise", "subtests", "threadexception",
+                  "tmpdir", "unittest", "unraisableexception", "warnings")
+UNUSED_REPORT_FIELDS = ["collectors", "keywords", "log", "streams", "traceback", "warnings"]
+# A failed test's report also carries a traceback text, which no grade reads: the native one is
+# the cheapest to format, and its crash message (the one the grade reads) is the same.
+WARM_SESSION_ARGS = (*(arg for name in UNUSED_PLUGINS for arg in ("-p", f"no:{name}")), "--tb=native")
+
+
 class _WarmPlugin:
     """Hands the process's reference snapshots to the grading plugin of each session."""
 
@@ -80,6 +98,7 @@ class _WarmPlugin:
         from usd_repair_verifier.scoring.plugin import REFERENCES
 
         config.stash[REFERENCES] = self.references
+        config.option.json_report_omit = list(UNUSED_REPORT_FIELDS)
 
 
 @contextlib.contextmanager
@@ -138,19 +157,20 @@ class WarmGrader:
 
         from usd_repair_verifier.scoring.sealed import pytest_argv
 
-        held_before = _held_layers()
+        held_before = _held_layers(collect=False)  # what the last item's check left, plus the host's
         out = Path(tempfile.mkdtemp(prefix="usdgrade-warm-"))
         try:
             # The sealed session's arguments: the verifier's own ini, rootdir and plugins, no
             # conftest from anywhere (a planted one in the submission never runs), --opt=value.
-            argv = pytest_argv(item.case, item.submission, str(out), trajectory=item.trajectory)
+            argv, named = _named_plugins_apart(pytest_argv(item.case, item.submission, str(out),
+                                                          trajectory=item.trajectory))
             with _quiet(self.log_path):
-                code = int(pytest.main(argv, plugins=[_WarmPlugin(self.references)]))
+                code = int(pytest.main([*argv, *WARM_SESSION_ARGS], plugins=[_WarmPlugin(self.references), *named]))
             texts = [_read_text(out / name) for name in (outputs.GRADE_FILE, outputs.REWARD_FILE)]
         finally:
             shutil.rmtree(out, ignore_errors=True)
         result = ItemResult(item.key, code, texts[0], texts[1], 0.0)
-        result.recycle = bool(_held_layers() - held_before)
+        result.recycle = bool(_held_layers(collect=True) - held_before)
         return self._result(item, result, start)
 
     def _result(self, item: Item, result: ItemResult, start: float) -> ItemResult:
@@ -159,6 +179,27 @@ class WarmGrader:
         result.peak_rss_mb = peak_rss_mb()
         result.versions = versions()
         return result
+
+
+def _named_plugins_apart(argv: list[str]) -> tuple[list[str], list]:
+    """The arguments without their `-p MODULE`, and those modules, imported. pytest looks each
+    `-p` name up among every installed distribution's entry points before it imports the module
+    (about 5 ms each, every session); handed the module, it registers it under the same name
+    without the look-up. `-p no:NAME` stays an argument."""
+    import importlib
+
+    rest, modules = [], []
+    args = iter(argv)
+    for arg in args:
+        if arg != "-p":
+            rest.append(arg)
+            continue
+        name = next(args)
+        if name.startswith("no:"):
+            rest += [arg, name]
+        else:
+            modules.append(importlib.import_module(name))
+    return rest, modules
 
 
 def _read_text(path: Path) -> str | None:
@@ -178,12 +219,15 @@ def _unreadable(item: Item) -> str | None:
     return None
 
 
-def _held_layers() -> set[str]:
+def _held_layers(collect: bool) -> set[str]:
     """The file layers pxr keeps open in this process. A grade that leaves one more open than
     it found asks for its worker to be replaced: a later item must never compose a layer kept
     from an earlier one. Layers the host process held before (a test's own stage) are not the
-    grade's doing."""
-    gc.collect()
+    grade's doing. Only the count after a grade needs a garbage collection first (a layer held
+    by the grade's unreachable objects is about to go); before a grade one more layer in the
+    set can only excuse a layer that was open before the grade began."""
+    if collect:
+        gc.collect()
     from pxr import Sdf
 
     return {layer.identifier for layer in Sdf.Layer.GetLoadedLayers() if not layer.anonymous}

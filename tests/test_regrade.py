@@ -123,6 +123,22 @@ def test_graded_sessions_do_not_outlive_their_items(grader):
     assert len(alive) <= 1, f"{len(alive)} sessions still alive after 3 items"
 
 
+def test_a_warm_session_skips_the_entry_point_look_ups_and_the_end_of_session_collections(grader, monkeypatch):
+    """Two of the costs a warm session leaves out (docs/regrade.md): pytest's look-up of each `-p`
+    plugin among the installed distributions, and unraisableexception's garbage collections."""
+    import _pytest.unraisableexception
+    from _pytest.config import PytestPluginManager
+
+    looked_up, collected = [], []
+    real_look_up = PytestPluginManager.load_setuptools_entrypoints
+    monkeypatch.setattr(PytestPluginManager, "load_setuptools_entrypoints",
+                        lambda self, group, name=None: looked_up.append(name) or real_look_up(self, group, name))
+    monkeypatch.setattr(_pytest.unraisableexception, "gc_collect_harder", collected.append)
+    result = grader.grade(Item("lean", str(CASES / "ant_two_joint_faults"), str(DEMO)))
+    assert result.exit_code == 0 and json.loads(result.grade_text)["authored_usd"] == 0.5
+    assert looked_up == [] and collected == []
+
+
 def test_a_case_that_is_not_there_is_an_infrastructure_error(grader, tmp_path):
     result = grader.grade(Item("gone", str(tmp_path / "no-case"), str(DEMO)))
     grade = json.loads(result.grade_text)
@@ -152,6 +168,27 @@ def test_validity_forked_from_the_server_reports_what_a_fresh_worker_reports(tmp
         if validity._FORK_SERVER is not None and validity._FORK_SERVER is not server:
             validity._FORK_SERVER.close()
         validity._FORK_SERVER = server
+
+
+def test_the_validity_fork_server_has_one_thread_and_numpy_loaded(grader):
+    """Workers are forked from the server: a thread of its own would be missing in every worker.
+    numpy, which a worker imports to count a mesh's triangles, is imported once, by the server."""
+    from usd_repair_verifier.gates import validity
+
+    pid = validity._FORK_SERVER.proc.pid
+    assert len(os.listdir(f"/proc/{pid}/task")) == 1
+    assert "_multiarray_umath" in Path(f"/proc/{pid}/maps").read_text()
+
+
+def test_an_idle_worker_is_given_an_item_of_its_own_case_first():
+    """A worker keeps the references it read: it stays on its case, another worker takes another."""
+    pending = pool_module._Pending([Item(f"{case}{n}", case, "s") for n in range(3) for case in "ab"])
+    assert pending.take(None, {None}).key == "a0"
+    assert pending.take(None, {"a"}).key == "b0"          # a case no other worker is on
+    pending.retry(Item("again", "b", "s"))
+    assert pending.take("a", {"b"}).key == "again"         # a retry goes first
+    assert [pending.take("a", {"b"}).key for _ in range(3)] == ["a1", "a2", "b1"]
+    assert len(pending) == 1 and pending.take("b", {"a"}).key == "b2" and not pending
 
 
 class _FaultyPool(pool_module.LocalPool):

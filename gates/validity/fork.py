@@ -7,7 +7,9 @@ process that has imported pxr once, is still single-threaded (importing pxr star
 measured), and forks one worker per submission. The forked worker runs the very worker code
 of a fresh one (worker.main: caps set first, then the package read) in a session of its
 own, with its output going to the same diagnostics file; it is still one fresh process per
-submission, killed with its group on timeout, and no state passes from one to the next.
+submission, killed with its group on timeout, and no state passes from one to the next. The
+server also imports what a worker imports on the way (pxr's UsdGeom and Pcp, numpy), never
+anything of a submission.
 
 Protocol over the server's pipes, one JSON line each way: the caller sends
 [config path, diagnostics path, working folder]; the server answers ["pid", PID], then
@@ -32,7 +34,16 @@ FORK_MODULE = "usd_repair_verifier.gates.validity.fork"
 
 def serve(worker_main) -> None:
     """The server's loop (runs in the server process)."""
-    from pxr import Sdf, Tf, Usd, UsdUtils  # noqa: F401  what every worker would import
+    from pxr import Pcp, Sdf, Tf, Usd, UsdGeom, UsdUtils  # noqa: F401  what every worker would import
+
+    # The composed budget counts a mesh's triangles with numpy (gates/composed_budget.py): a
+    # worker would import it for every package that has a mesh, about 0.15 s each. One BLAS
+    # thread: importing numpy then starts no thread, and the server stays single-threaded.
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    try:
+        import numpy  # noqa: F401
+    except ImportError:  # a worker without numpy fails on a mesh as a fresh one does
+        pass
 
     os.write(1, b'["ready"]\n')
     for line in sys.stdin:
