@@ -15,9 +15,8 @@ from usd_repair_verifier.stage_snapshot.geometry import (
     concatenate_soups,
     prim_triangles,
     sample_surface,
-    split_placement_and_shape,
-    surface_agreement,
 )
+from usd_repair_verifier.stage_snapshot.surface_fit import split_placement_and_shape, surface_agreement
 
 IDENTITY = Gf.Matrix4d(1.0)
 
