@@ -316,6 +316,23 @@ def test_open_mesh_falls_back_to_hull():
     assert s.contains(np.array(NOTCH))[0]
 
 
+def test_inside_out_mesh_is_a_solid_and_a_non_manifold_one_is_not():
+    """Watertight and consistently wound (trimesh's definitions): an inside-out mesh is a solid
+    with a positive volume; two voxels sharing only an edge (four faces on it) are not
+    watertight, so the hull is used."""
+    stage = _stage()
+    prim = voxel_mesh(stage, "/L", L_CELLS)
+    mesh = UsdGeom.Mesh(prim)
+    idx = np.array(mesh.GetFaceVertexIndicesAttr().Get()).reshape(-1, 4)[:, ::-1]
+    mesh.GetFaceVertexIndicesAttr().Set(idx.reshape(-1).tolist())
+    s = _solid(prim)
+    assert s.kind == "mesh" and s.volume == pytest.approx(3.0)
+    assert s.contains(np.array(SOLID_PART)).all() and not s.contains(np.array(NOTCH))[0]
+    pinched = _solid(voxel_mesh(stage, "/Pinched", [(0, 0, 0), (1, 1, 0)]))
+    assert pinched.kind == "convex_hull(open_mesh)" and "not watertight" in pinched.note
+    assert pinched.volume == pytest.approx(3.0)  # the hull of the 2 x 2 x 1 box minus two corner prisms
+
+
 def test_mesh_with_split_vertices_is_still_closed():
     """Duplicated vertices (per-face points, as OBJ/STL conversions write) are merged."""
     stage = _stage()

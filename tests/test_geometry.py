@@ -16,7 +16,8 @@ from usd_repair_verifier.stage_snapshot.geometry import (
     prim_triangles,
     sample_surface,
 )
-from usd_repair_verifier.stage_snapshot.surface_fit import split_placement_and_shape, surface_agreement
+from usd_repair_verifier.stage_snapshot.mesh_math import point_triangle_distance
+from usd_repair_verifier.stage_snapshot.surface_fit import split_placement_and_shape, surface_agreement, surface_distances
 
 IDENTITY = Gf.Matrix4d(1.0)
 
@@ -391,3 +392,18 @@ def test_symmetric_cube_rotated_90_degrees_is_same_shape():
 def test_split_handles_empty():
     out = split_placement_and_shape(np.zeros((0, 3)), np.ones((5, 3)), tolerance=0.01)
     assert out["residual"]["fscore"] == 0.0
+
+
+def test_surface_distances_are_exact():
+    """The nearest surface point, not the nearest of a few triangles with near centroids: on a
+    capsule's long side triangles a point's nearest centroids are not its nearest triangles."""
+    import trimesh
+
+    capsule = trimesh.creation.capsule(height=1.0, radius=0.1, count=[48, 24])
+    pts = np.random.Generator(np.random.PCG64(1)).normal(size=(500, 3)) * 0.6
+    got = surface_distances(pts, capsule.vertices, capsule.faces)
+    tris = capsule.triangles
+    brute = np.array([point_triangle_distance(np.repeat(p[None], len(tris), 0), tris[:, 0], tris[:, 1],
+                                              tris[:, 2]).min() for p in pts])
+    assert np.allclose(got, brute, rtol=0, atol=1e-12)
+    assert surface_distances(pts, capsule.vertices, capsule.faces).tobytes() == got.tobytes()

@@ -639,6 +639,29 @@ def test_collision_and_mass_share_one_hull_per_mesh(monkeypatch):
     assert colliders["/b/m"].volume == approx(masses["/b"].mass / 1000.0, rel=1e-6)
 
 
+@pytest.mark.parametrize("token", [None, "convexHull", "convexDecomposition", "boundingCube", "boundingSphere"])
+@pytest.mark.parametrize("closed", [True, False])
+def test_collision_and_mass_measure_the_same_solid(token, closed):
+    """One collider model: the collision solid's volume is the mass's (default density, kg/1000),
+    for every approximation, a closed or an open mesh, under rotation and non-uniform scale."""
+    from usd_repair_verifier.stage_snapshot import parts
+
+    c1 = trimesh.creation.box(extents=(1, 1, 1)).apply_translation((-1, -1, 0))
+    c2 = trimesh.creation.box(extents=(1, 2, 1)).apply_translation((1, 1, 0))
+    two = trimesh.Trimesh(np.concatenate([c1.vertices, c2.vertices]),
+                          np.concatenate([c1.faces, c2.faces + len(c1.vertices)]), process=False)
+    if not closed:
+        two = trimesh.Trimesh(two.vertices, two.faces[:-1], process=False)
+    s = make_stage(1.0)
+    body(s, rotate_xyz=(10, 20, 30))
+    m = mesh_prim(s, "/b/m", two, approximation=token)
+    _xform(UsdGeom.Xformable(m), rotate_xyz=(0, 45, 0), scale=(1.0, 2.0, 0.5))
+    _, colliders, masses = parts.read_parts(s, {"/b"}, 1.0, 1.0, {"seed": 0})
+    assert colliders["/b/m"].volume == approx(masses["/b"].mass / 1000.0, rel=1e-6)
+    if token in (None, "convexDecomposition") and closed:
+        assert masses["/b"].mass == approx(3000.0, rel=1e-6)  # the mesh itself: 1 + 2 boxes, |det s| = 1
+
+
 def test_mirrored_mesh_collider_world_centroid():
     s = make_stage(1.0)
     body(s, translate=(0, 0, 5), rotate_xyz=(30, 0, 0), scale=(2, 1, 1))
