@@ -77,10 +77,6 @@ class Hull:
     equations: np.ndarray
     volume: float
 
-    @property
-    def vertices(self) -> np.ndarray:
-        return self.points[np.unique(self.simplices)]
-
 
 def convex_hull(points) -> Hull | None:
     """The hull of at least four affinely independent finite points; None when flat or fewer."""
@@ -141,15 +137,21 @@ def triangles_mass(tris) -> tuple[float, np.ndarray, np.ndarray]:
 
 
 def minimal_sphere(points) -> tuple[np.ndarray, float]:
-    """Centre and radius of the smallest sphere enclosing the points."""
+    """Centre and radius of a smallest sphere around the points: ``trimesh.nsphere.minimum_nsphere``
+    (the best of the least-squares sphere and the spheres centred on the furthest-site Voronoi
+    vertices: the minimal one for most point sets, slightly larger when two or three points fix
+    the minimal sphere). A flat or tiny point set, which has no Voronoi diagram in 3D, gets the
+    sphere around its box's centre."""
     import trimesh
+    from scipy.spatial import QhullError
 
     pts = as_points(points)
-    if len(np.unique(pts, axis=0)) < 5:  # the Voronoi route needs a full-dimensional hull
+    try:
+        centre, radius = trimesh.nsphere.minimum_nsphere(pts)
+        return np.asarray(centre, dtype=np.float64), float(radius)
+    except (QhullError, ValueError):
         centre = 0.5 * (pts.min(axis=0) + pts.max(axis=0))
         return centre, float(np.sqrt(((pts - centre) ** 2).sum(axis=1)).max())
-    centre, radius = trimesh.nsphere.minimum_nsphere(pts)
-    return np.asarray(centre, dtype=np.float64), float(radius)
 
 
 # --------------------------------------------------------------------------- proximity
