@@ -530,3 +530,23 @@ def test_containment_timing_10k_points_100_solids():
           f"(share inside {hit.mean():.3f})")
     assert hit_m.tolist() == np.any(per_solid, axis=0).tolist()
     assert np.all(hit_m[hit])
+
+
+def test_free_space_samples_are_a_value_not_a_memo():
+    """with_free_space returns a snapshot carrying them; the snapshot read is never filled in."""
+    from pathlib import Path
+
+    from usd_repair_verifier.profiles.case import load_case
+    from usd_repair_verifier.stage_snapshot.parts import free_space, free_space_samples, with_free_space
+    from usd_repair_verifier.stage_snapshot.read import read_snapshot
+
+    case = load_case(Path(__file__).resolve().parent.parent / "fixtures" / "cases" / "cabinet_drawer_door")
+    read = read_snapshot(case.reference_root_layer, case.profile.sampling, case.profile.preserved_namespaces)
+    ahead = with_free_space(read)
+    bodies = sorted({c.body for c in read.colliders.values() if c.body})
+    assert read.free_space == {} and sorted(ahead.free_space) == bodies
+    for body in bodies:
+        assert np.array_equal(free_space(read, body), ahead.free_space[body])
+        assert np.array_equal(free_space_samples(read, body), ahead.free_space[body])
+    assert read.free_space == {}
+    assert any(len(ahead.free_space[b]) for b in bodies)
