@@ -196,8 +196,7 @@ def _subdivide(tris: np.ndarray, target: float, max_pieces: int) -> np.ndarray:
 
 
 class TriangleProximity:
-    """Answers "is any triangle within distance m of this point" and "how far is the surface"
-    exactly.
+    """Answers "is any triangle within distance m of this point" exactly.
 
     Meshes of up to ``_BRUTE_TRIANGLES`` triangles are tested against every point.
     Larger ones are cut (longest-edge bisection, same surface) into pieces no bigger
@@ -257,30 +256,3 @@ class TriangleProximity:
                 ti = sdm["j"][order].astype(np.int64)
                 self._pairs_within(pts, pi, ti, m, hit)
         return hit
-
-    def _pair_distances(self, pts, pi, ti, out):
-        for s in range(0, len(pi), _PAIR_CHUNK):
-            a, b = pi[s:s + _PAIR_CHUNK], ti[s:s + _PAIR_CHUNK]
-            t = self.tris[b]
-            np.minimum.at(out, a, point_triangle_distance(pts[a], t[:, 0], t[:, 1], t[:, 2]))
-
-    def distances(self, pts: np.ndarray) -> np.ndarray:
-        """(K,) exact distance from each point to the nearest triangle. The pieces with the
-        nearest centroids give an upper bound u; a piece nearer than u has its centroid within
-        u + the largest piece radius, so only those are compared too."""
-        out = np.full(len(pts), np.inf)
-        if len(pts) == 0 or len(self.tris) == 0:
-            return out
-        if self.tree is None:
-            nt = len(self.tris)
-            self._pair_distances(pts, np.repeat(np.arange(len(pts)), nt), np.tile(np.arange(nt), len(pts)), out)
-            return out
-        k = min(_NEAREST_FIRST, len(self.tris))
-        _, j = self.tree.query(pts, k=k, workers=1)
-        self._pair_distances(pts, np.repeat(np.arange(len(pts)), k), np.asarray(j).reshape(-1), out)
-        balls = self.tree.query_ball_point(pts, out + self.r_small, workers=1)
-        counts = np.fromiter((len(b) for b in balls), dtype=np.int64, count=len(pts))
-        if counts.sum():
-            ti = np.concatenate([np.asarray(b, dtype=np.int64) for b in balls])
-            self._pair_distances(pts, np.repeat(np.arange(len(pts)), counts), ti, out)
-        return out
