@@ -316,6 +316,23 @@ def test_open_mesh_falls_back_to_hull():
     assert s.contains(np.array(NOTCH))[0]
 
 
+def test_inside_out_mesh_is_a_solid_and_a_non_manifold_one_is_not():
+    """Watertight and consistently wound (trimesh's definitions): an inside-out mesh is a solid
+    with a positive volume; two voxels sharing only an edge (four faces on it) are not
+    watertight, so the hull is used."""
+    stage = _stage()
+    prim = voxel_mesh(stage, "/L", L_CELLS)
+    mesh = UsdGeom.Mesh(prim)
+    idx = np.array(mesh.GetFaceVertexIndicesAttr().Get()).reshape(-1, 4)[:, ::-1]
+    mesh.GetFaceVertexIndicesAttr().Set(idx.reshape(-1).tolist())
+    s = _solid(prim)
+    assert s.kind == "mesh" and s.volume == pytest.approx(3.0)
+    assert s.contains(np.array(SOLID_PART)).all() and not s.contains(np.array(NOTCH))[0]
+    pinched = _solid(voxel_mesh(stage, "/Pinched", [(0, 0, 0), (1, 1, 0)]))
+    assert pinched.kind == "convex_hull(open_mesh)" and "not watertight" in pinched.note
+    assert pinched.volume == pytest.approx(3.0)  # the hull of the 2 x 2 x 1 box minus two corner prisms
+
+
 def test_mesh_with_split_vertices_is_still_closed():
     """Duplicated vertices (per-face points, as OBJ/STL conversions write) are merged."""
     stage = _stage()
@@ -513,3 +530,23 @@ def test_containment_timing_10k_points_100_solids():
           f"(share inside {hit.mean():.3f})")
     assert hit_m.tolist() == np.any(per_solid, axis=0).tolist()
     assert np.all(hit_m[hit])
+
+
+def test_free_space_samples_are_a_value_not_a_memo():
+    """with_free_space returns a snapshot carrying them; the snapshot read is never filled in."""
+    from pathlib import Path
+
+    from usd_repair_verifier.profiles.case import load_case
+    from usd_repair_verifier.stage_snapshot.parts import free_space, free_space_samples, with_free_space
+    from usd_repair_verifier.stage_snapshot.read import read_snapshot
+
+    case = load_case(Path(__file__).resolve().parent.parent / "fixtures" / "cases" / "cabinet_drawer_door")
+    read = read_snapshot(case.reference_root_layer, case.profile.sampling, case.profile.preserved_namespaces)
+    ahead = with_free_space(read)
+    bodies = sorted({c.body for c in read.colliders.values() if c.body})
+    assert read.free_space == {} and sorted(ahead.free_space) == bodies
+    for body in bodies:
+        assert np.array_equal(free_space(read, body), ahead.free_space[body])
+        assert np.array_equal(free_space_samples(read, body), ahead.free_space[body])
+    assert read.free_space == {}
+    assert any(len(ahead.free_space[b]) for b in bodies)

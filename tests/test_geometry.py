@@ -15,9 +15,9 @@ from usd_repair_verifier.stage_snapshot.geometry import (
     concatenate_soups,
     prim_triangles,
     sample_surface,
-    split_placement_and_shape,
-    surface_agreement,
 )
+from usd_repair_verifier.stage_snapshot.mesh_math import point_triangle_distance
+from usd_repair_verifier.stage_snapshot.surface_fit import split_placement_and_shape, surface_agreement, surface_distances
 
 IDENTITY = Gf.Matrix4d(1.0)
 
@@ -392,3 +392,22 @@ def test_symmetric_cube_rotated_90_degrees_is_same_shape():
 def test_split_handles_empty():
     out = split_placement_and_shape(np.zeros((0, 3)), np.ones((5, 3)), tolerance=0.01)
     assert out["residual"]["fscore"] == 0.0
+
+
+def test_surface_distances_are_an_upper_bound_exact_near_the_surface():
+    """The nearest of the triangles with the nearest centroids: never below the exact distance,
+    and exact for points close to a fine surface."""
+    import trimesh
+
+    sphere = trimesh.creation.icosphere(subdivisions=3)
+    rng = np.random.Generator(np.random.PCG64(1))
+    far = rng.normal(size=(300, 3)) * 0.8
+    near = sphere.vertices[rng.integers(0, len(sphere.vertices), 300)] * (1 + rng.normal(size=(300, 1)) * 1e-3)
+    tris = sphere.triangles
+    for pts in (far, near):
+        got = surface_distances(pts, sphere.vertices, sphere.faces)
+        brute = np.array([point_triangle_distance(np.repeat(p[None], len(tris), 0), tris[:, 0], tris[:, 1],
+                                                  tris[:, 2]).min() for p in pts])
+        assert np.all(got >= brute - 1e-12)
+    assert np.allclose(got, brute, rtol=0, atol=1e-12)  # the near points
+    assert surface_distances(pts, sphere.vertices, sphere.faces).tobytes() == got.tobytes()

@@ -11,6 +11,7 @@ import trimesh
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics, UsdShade
 from scipy.spatial.transform import Rotation
 
+from usd_repair_verifier.stage_snapshot import collider_model, mesh_math
 from usd_repair_verifier.stage_snapshot import mass as mass_mod
 from usd_repair_verifier.stage_snapshot.mass import MassProperties, body_mass_properties, stage_mass_properties
 
@@ -383,7 +384,8 @@ def test_mesh_approximations():
     assert results["meshSimplification"] == approx(2000.0)
     # hull = cube swept along (2,2,0): 1 + sqrt(2) * 2 sqrt(2)
     assert results["convexHull"] == approx(5000.0)
-    assert results["convexDecomposition"] == approx(5000.0)
+    # a decomposition fits the closed mesh (the collision solid is the mesh too), not its hull
+    assert results["convexDecomposition"] == approx(2000.0)
     assert results["boundingCube"] == approx(9000.0)  # 3 x 3 x 1 box
     r = math.sqrt(1.5**2 + 1.5**2 + 0.5**2)  # minimal sphere through the far corners
     assert results["boundingSphere"] == approx(1000 * 4 / 3 * math.pi * r**3, rel=1e-6)
@@ -564,7 +566,7 @@ def test_callback_failure_is_contained(monkeypatch):
     assert any("boom" in n for n in mp.notes)
 
 
-def test_instanced_meshes_share_the_hull_cache():
+def test_instanced_meshes_share_the_hull_cache(monkeypatch):
     s = make_stage(1.0)
     proto = s.DefinePrim("/Proto", "Xform")
     proto.SetSpecifier(Sdf.SpecifierClass)
@@ -577,12 +579,9 @@ def test_instanced_meshes_share_the_hull_cache():
         inst.SetInstanceable(True)
         paths.append(f"/b{i}")
     calls = []
-    real = mass_mod._mesh_mass
-    try:
-        mass_mod._mesh_mass = lambda *a: calls.append(a[0].GetPath()) or real(*a)
-        res = stage_mass_properties(s, paths)
-    finally:
-        mass_mod._mesh_mass = real
+    real = collider_model.convex_hull
+    monkeypatch.setattr(collider_model, "convex_hull", lambda pts: calls.append(len(pts)) or real(pts))
+    res = stage_mass_properties(s, paths)
     assert len(calls) == 1
     for i, p in enumerate(paths):
         assert res[p].center_of_mass == approx((i * 2.0, 0, 0), abs=1e-9)
@@ -610,18 +609,57 @@ def test_timing_60_bodies_with_5k_triangle_hulls(capsys):
         print(f"\n[mass] 60 bodies x 5120-triangle convexHull: {dt * 1e3:.0f} ms total, {dt / 60 * 1e3:.2f} ms/body")
 
 
-def test_triangle_integrator_matches_trimesh():
+def test_triangle_integrator_corrects_inverted_winding():
     tm = trimesh.creation.icosphere(subdivisions=3)
     tm.vertices = tm.vertices * [1, 2, 3] + [1, -2, 5]
     tm.apply_transform(trimesh.transformations.random_rotation_matrix(np.random.default_rng(3).random(3)))
     ref = tm.mass_properties
-    vol, com, inertia = mass_mod._triangles_mass(tm.triangles)
+    vol, com, inertia = mesh_math.triangles_mass(tm.triangles)
     assert vol == approx(ref.volume, rel=1e-12)
     assert np.allclose(com, ref.center_mass, atol=1e-12)
     assert np.allclose(inertia, ref.inertia, rtol=1e-10, atol=1e-10)
     # inverted winding gives the same result
-    vol2, com2, inertia2 = mass_mod._triangles_mass(tm.triangles[:, ::-1])
+    vol2, com2, inertia2 = mesh_math.triangles_mass(tm.triangles[:, ::-1])
     assert vol2 == approx(vol, rel=1e-12) and np.allclose(inertia2, inertia, rtol=1e-10, atol=1e-10)
+    assert np.allclose(com2, com, atol=1e-12)
+
+
+def test_collision_and_mass_share_one_hull_per_mesh(monkeypatch):
+    """The snapshot's colliders and mass properties build each mesh's hull once, together."""
+    from usd_repair_verifier.stage_snapshot import parts
+
+    s = make_stage(1.0)
+    body(s)
+    mesh_prim(s, "/b/m", trimesh.creation.icosphere(subdivisions=2, radius=0.5), approximation="convexHull")
+    calls = []
+    real = collider_model.convex_hull
+    monkeypatch.setattr(collider_model, "convex_hull", lambda pts: calls.append(len(pts)) or real(pts))
+    _, colliders, masses = parts.read_parts(s, {"/b"}, 1.0, 1.0, {"seed": 0})
+    assert len(calls) == 1
+    assert colliders["/b/m"].volume == approx(masses["/b"].mass / 1000.0, rel=1e-6)
+
+
+@pytest.mark.parametrize("token", [None, "convexHull", "convexDecomposition", "boundingCube", "boundingSphere"])
+@pytest.mark.parametrize("closed", [True, False])
+def test_collision_and_mass_measure_the_same_solid(token, closed):
+    """One collider model: the collision solid's volume is the mass's (default density, kg/1000),
+    for every approximation, a closed or an open mesh, under rotation and non-uniform scale."""
+    from usd_repair_verifier.stage_snapshot import parts
+
+    c1 = trimesh.creation.box(extents=(1, 1, 1)).apply_translation((-1, -1, 0))
+    c2 = trimesh.creation.box(extents=(1, 2, 1)).apply_translation((1, 1, 0))
+    two = trimesh.Trimesh(np.concatenate([c1.vertices, c2.vertices]),
+                          np.concatenate([c1.faces, c2.faces + len(c1.vertices)]), process=False)
+    if not closed:
+        two = trimesh.Trimesh(two.vertices, two.faces[:-1], process=False)
+    s = make_stage(1.0)
+    body(s, rotate_xyz=(10, 20, 30))
+    m = mesh_prim(s, "/b/m", two, approximation=token)
+    _xform(UsdGeom.Xformable(m), rotate_xyz=(0, 45, 0), scale=(1.0, 2.0, 0.5))
+    _, colliders, masses = parts.read_parts(s, {"/b"}, 1.0, 1.0, {"seed": 0})
+    assert colliders["/b/m"].volume == approx(masses["/b"].mass / 1000.0, rel=1e-6)
+    if token in (None, "convexDecomposition") and closed:
+        assert masses["/b"].mass == approx(3000.0, rel=1e-6)  # the mesh itself: 1 + 2 boxes, |det s| = 1
 
 
 def test_mirrored_mesh_collider_world_centroid():
