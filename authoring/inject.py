@@ -18,6 +18,7 @@ from pathlib import Path
 
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics, UsdShade, Vt
 
+from usd_repair_verifier.checks.materials import compare_visual
 from usd_repair_verifier.stage_snapshot import mass as mass_properties
 from usd_repair_verifier.stage_snapshot import materials as material_props
 
@@ -502,7 +503,7 @@ def _visual_of(prim: Usd.Prim):
 
 
 def _visual_differs(a, b) -> bool:
-    return any(not (err <= tol) for err, tol in material_props.compare_visual(a, b).values())
+    return any(not (err <= tol) for err, tol in compare_visual(a, b).values())
 
 
 def _binding_name(prim: Usd.Prim) -> str:
