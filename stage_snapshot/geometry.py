@@ -602,7 +602,6 @@ def split_placement_and_shape(reference_points, candidate_points, tolerance: flo
       ``translation_m``   its length
       ``residual``        :func:`surface_agreement` of the aligned reference vs candidate:
                           the shape error once placement is factored out
-      ``unaligned``       :func:`surface_agreement` before alignment (placement + shape)
       ``tolerance``       the F-score tolerance used (default: 1 % of the reference's
                           bounding-box diagonal)
     A moved or rotated part gives a residual near the sampling noise; a scaled or
@@ -611,8 +610,8 @@ def split_placement_and_shape(reference_points, candidate_points, tolerance: flo
     Symmetric shapes: all fits whose chamfer score is within ``tie_ratio`` of the best
     are equally good, and the one with the smallest rotation angle is reported (a cube
     turned by 90 degrees reports ~0 degrees and a ~0 residual). The reported rotation
-    is therefore ambiguous for symmetric parts: judge placement on the surface distance
-    (``unaligned``), not on the rotation alone.
+    is therefore ambiguous for symmetric parts: judge placement on where the surface is
+    (its centroid), not on the rotation alone.
     """
     ref, cand = _as_points(reference_points), _as_points(candidate_points)
     if len(ref) == 0 or len(cand) == 0:
@@ -620,7 +619,7 @@ def split_placement_and_shape(reference_points, candidate_points, tolerance: flo
         empty = surface_agreement(ref, cand, tol)
         return {"rotation": np.eye(3), "rotation_deg": float("nan"),
                 "translation": np.full(3, np.nan), "translation_m": float("nan"),
-                "residual": empty, "unaligned": empty, "tolerance": tol}
+                "residual": empty, "tolerance": tol}
     if tolerance is None:
         lo, hi = ref.min(axis=0), ref.max(axis=0)
         tolerance = 0.01 * float(np.linalg.norm(hi - lo))
@@ -664,7 +663,6 @@ def split_placement_and_shape(reference_points, candidate_points, tolerance: flo
         "translation": translation,
         "translation_m": float(np.linalg.norm(translation)),
         "residual": surface_agreement(moved, cand, tol),
-        "unaligned": surface_agreement(ref, cand, tol),
         "tolerance": tol,
     }
 
@@ -672,15 +670,14 @@ def split_placement_and_shape(reference_points, candidate_points, tolerance: flo
 def fit_corresponding(reference_points, candidate_points) -> dict:
     """Rigid fit of point sets whose rows correspond (same seed, same triangles).
 
-    Exact Kabsch: `rotation_deg` and `translation_m` of candidate ~ R @ reference + t,
-    and the mean distance left after the fit (`residual_m`, the shape change).
+    Exact Kabsch: `rotation_deg` of candidate ~ R @ reference + t, and the mean distance
+    left after the fit (`residual_m`, the shape change).
     """
     ref, cand = _as_points(reference_points), _as_points(candidate_points)
     r, t = _kabsch(ref, cand)
     moved = ref @ r.T + t
     return {
         "rotation_deg": rotation_angle_deg(r),
-        "translation_m": float(np.linalg.norm(moved.mean(axis=0) - ref.mean(axis=0))),
         "residual_m": float(np.linalg.norm(moved - cand, axis=1).mean()),
     }
 
