@@ -342,7 +342,7 @@ def parse_sizes(text: str) -> list[tuple[int, int]]:
     return sizes
 
 
-def main() -> int:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small asset and one generated size only (< 60 s)")
     parser.add_argument("--sizes", type=parse_sizes, default=None,
@@ -357,19 +357,113 @@ def main() -> int:
     parser.add_argument("--keep", type=Path, default=None, help="work folder to keep (default: a temporary one)")
     parser.add_argument("--python", default=None,
                         help=f"grading interpreter (default: the verifier alone in {GRADE_VENV}, made on demand)")
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def peer_executable(args: argparse.Namespace, timeout: float) -> str | None:
+    """omniverse-asset-validator's command, or None (skipped, or it cannot be installed)."""
+    if args.no_peer:
+        print("peer: skipped (--no-peer)")
+        return None
+    try:
+        peer_exe = ensure_peer(max(timeout, 300.0))
+        print(f"peer: {peer_exe}")
+        return peer_exe
+    except ChildFailed as error:
+        print(f"peer: unavailable ({error})")
+        return None
+
+
+def bench_cases(args: argparse.Namespace, work: Path, timeout: float, skipped: list[str]) -> list[tuple[Row, Path]]:
+    """The committed suite cases, then dog, then the generated sizes (cases made on the fly); what
+    cannot be made is noted in ``skipped``."""
+    sizes = args.sizes if args.sizes is not None else (QUICK_SIZES if args.quick else FULL_SIZES)
+    cases: list[tuple[Row, Path]] = []
+    for label, name in SUITE[:1] if args.quick else SUITE:
+        case = REPO / "fixtures" / "cases" / name
+        if not (case / "profile.json").exists():
+            skipped.append(f"{label}: skipped: no case {case}")
+            continue
+        cases.append((Row(label), case))
+    if not (args.quick or args.no_dog):
+        try:
+            pkg = converted_dog(work, timeout)
+            case = work / "case_dog"
+            make_case_child(pkg, case, "bench_dog", timeout)
+            cases.append((Row("large:dog"), case))
+        except ChildFailed as error:
+            skipped.append(f"large:dog: skipped: {error}")
+    for bodies, triangles in sizes:
+        label = f"gen:{bodies}x{triangles // 1000}k"
+        try:
+            t0 = time.perf_counter()
+            pkg = generated_package(work, bodies, triangles, args.format, timeout)
+            case = work / f"case_{bodies}x{triangles}"
+            make_case_child(pkg, case, f"bench_{bodies}x{triangles}", timeout)
+            row = Row(label)
+            row.notes.append(f"generated + case built in {time.perf_counter() - t0:.1f} s ({args.format})")
+            cases.append((row, case))
+        except ChildFailed as error:
+            skipped.append(f"{label}: skipped: {error}")
+    return cases
+
+
+def measure(row: Row, case: Path, repeat: int, work: Path, timeout: float, peer_exe: str | None) -> None:
+    """Fill one row: grade, floor and peer, ``repeat`` times in turn (a load change hits all three);
+    medians."""
+    print(f"grading {row.label} ...", flush=True)
+    grades, floors, peers = [], [], []
+    for _ in range(repeat):
+        try:
+            row.bodies, row.triangles = count_geometry(root_layer(case / "reference"))
+            wall, row.peak_mb, result = grade(case, work / f"out_{row.label.replace(':', '_')}", timeout)
+            grades.append(wall)
+            row.split = result.get("timings") or {}
+            row.reward = result.get("authored_usd")
+            if row.reward != 1.0:
+                row.notes.append(f"reference scored {row.reward} ({result.get('status')})")
+        except ChildFailed as error:
+            row.notes.append(f"grade skipped: {error}")
+        try:
+            floors.append(floor(case, timeout))
+        except ChildFailed as error:
+            row.notes.append(f"floor skipped: {error}")
+        if peer_exe is not None:
+            try:
+                wall, note = peer(peer_exe, case, timeout)
+                peers.append(wall)
+                if f"peer {note}" not in row.notes:
+                    row.notes.append(f"peer {note}")
+            except ChildFailed as error:
+                row.notes.append(f"peer skipped: {error}")
+    row.grade, row.floor, row.peer = (statistics.median(v) if v else None for v in (grades, floors, peers))
+
+
+def serial_vs_parallel(cases: list[tuple[Row, Path]], work: Path, timeout: float) -> None:
+    """The largest graded asset again with `-n 2`, against its serial grade."""
+    graded = [(r, c) for r, c in cases if r.grade is not None]
+    if not graded:
+        print("serial vs -n 2: skipped: nothing was graded")
+        return
+    row, case = max(graded, key=lambda rc: (rc[0].triangles or 0, rc[0].bodies or 0))
+    try:
+        par, par_peak, result = grade(case, work / "out_parallel", timeout, ("-n", "2"))
+        print(f"serial vs -n 2 on {row.label}: serial {row.grade:.2f} s ({fmt(row.peak_mb, '.0f')} MB), "
+              f"-n 2 {par:.2f} s ({fmt(par_peak, '.0f')} MB largest process), "
+              f"-n 2 / serial = {par / row.grade:.2f}x; reward {result.get('authored_usd')}")
+    except ChildFailed as error:
+        print(f"serial vs -n 2: skipped: {error}")
+
+
+def main() -> int:
+    args = parse_args()
     global PYTHON
     PYTHON = args.python or ensure_grading_venv(max(args.timeout, 300.0))
     print(f"grading with {PYTHON}")
-    sizes = args.sizes if args.sizes is not None else (QUICK_SIZES if args.quick else FULL_SIZES)
-    suite = SUITE[:1] if args.quick else SUITE
-    with_dog = not (args.quick or args.no_dog)
     timeout = min(args.timeout, 50.0) if args.quick else args.timeout
-
     work_ctx = tempfile.TemporaryDirectory(prefix="bench_grade_") if args.keep is None else None
     work = Path(work_ctx.name) if work_ctx else args.keep
     work.mkdir(parents=True, exist_ok=True)
-    rows: list[Row] = []
     skipped: list[str] = []
     start_up = None
     try:
@@ -377,91 +471,17 @@ def main() -> int:
             start_up = startup(timeout)
         except ChildFailed as error:
             skipped.append(f"start-up: {error}")
-
-        peer_exe = None
-        if args.no_peer:
-            print("peer: skipped (--no-peer)")
-        else:
-            try:
-                peer_exe = ensure_peer(max(timeout, 300.0))
-                print(f"peer: {peer_exe}")
-            except ChildFailed as error:
-                print(f"peer: unavailable ({error})")
-
-        cases: list[tuple[Row, Path]] = []
-        for label, name in suite:
-            case = REPO / "fixtures" / "cases" / name
-            if not (case / "profile.json").exists():
-                skipped.append(f"{label}: skipped: no case {case}")
-                continue
-            cases.append((Row(label), case))
-        if with_dog:
-            try:
-                pkg = converted_dog(work, timeout)
-                case = work / "case_dog"
-                make_case_child(pkg, case, "bench_dog", timeout)
-                cases.append((Row("large:dog"), case))
-            except ChildFailed as error:
-                skipped.append(f"large:dog: skipped: {error}")
-        for bodies, triangles in sizes:
-            label = f"gen:{bodies}x{triangles // 1000}k"
-            try:
-                t0 = time.perf_counter()
-                pkg = generated_package(work, bodies, triangles, args.format, timeout)
-                case = work / f"case_{bodies}x{triangles}"
-                make_case_child(pkg, case, f"bench_{bodies}x{triangles}", timeout)
-                row = Row(label)
-                row.notes.append(f"generated + case built in {time.perf_counter() - t0:.1f} s ({args.format})")
-                cases.append((row, case))
-            except ChildFailed as error:
-                skipped.append(f"{label}: skipped: {error}")
-
+        peer_exe = peer_executable(args, timeout)
+        cases = bench_cases(args, work, timeout, skipped)
+        rows: list[Row] = []
         for row, case in cases:
-            print(f"grading {row.label} ...", flush=True)
-            grades, floors, peers = [], [], []
-            for _ in range(args.repeat):  # grade, floor and peer in turn: a load change hits all three
-                try:
-                    row.bodies, row.triangles = count_geometry(root_layer(case / "reference"))
-                    wall, row.peak_mb, result = grade(case, work / f"out_{row.label.replace(':', '_')}", timeout)
-                    grades.append(wall)
-                    row.split = result.get("timings") or {}
-                    row.reward = result.get("authored_usd")
-                    if row.reward != 1.0:
-                        row.notes.append(f"reference scored {row.reward} ({result.get('status')})")
-                except ChildFailed as error:
-                    row.notes.append(f"grade skipped: {error}")
-                try:
-                    floors.append(floor(case, timeout))
-                except ChildFailed as error:
-                    row.notes.append(f"floor skipped: {error}")
-                if peer_exe is not None:
-                    try:
-                        wall, note = peer(peer_exe, case, timeout)
-                        peers.append(wall)
-                        if f"peer {note}" not in row.notes:
-                            row.notes.append(f"peer {note}")
-                    except ChildFailed as error:
-                        row.notes.append(f"peer skipped: {error}")
-            row.grade, row.floor, row.peer = (statistics.median(v) if v else None for v in (grades, floors, peers))
+            measure(row, case, args.repeat, work, timeout, peer_exe)
             rows.append(row)
-
         print_table(rows, start_up)
         for line in skipped:
             print(line)
-
         if not args.no_parallel:
-            graded = [(r, c) for r, c in cases if r.grade is not None]
-            if not graded:
-                print("serial vs -n 2: skipped: nothing was graded")
-            else:
-                row, case = max(graded, key=lambda rc: (rc[0].triangles or 0, rc[0].bodies or 0))
-                try:
-                    par, par_peak, result = grade(case, work / "out_parallel", timeout, ("-n", "2"))
-                    print(f"serial vs -n 2 on {row.label}: serial {row.grade:.2f} s ({fmt(row.peak_mb, '.0f')} MB), "
-                          f"-n 2 {par:.2f} s ({fmt(par_peak, '.0f')} MB largest process), "
-                          f"-n 2 / serial = {par / row.grade:.2f}x; reward {result.get('authored_usd')}")
-                except ChildFailed as error:
-                    print(f"serial vs -n 2: skipped: {error}")
+            serial_vs_parallel(cases, work, timeout)
     finally:
         if work_ctx:
             work_ctx.cleanup()

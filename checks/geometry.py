@@ -36,7 +36,7 @@ def _corresponding(ref: VisualComponent, cand: VisualComponent) -> bool:
 
 
 def fit(ref: VisualComponent, cand: VisualComponent, tolerance: float = 0.0, memo: dict | None = None) -> dict:
-    """rotation_deg, translation_m, residual_m of the best rigid fit (memoized per pair in `memo`,
+    """rotation_deg and residual_m of the best rigid fit (memoized per pair in `memo`,
     the comparison's own, so nothing outlives one grade in a process that grades many).
 
     Fast path: identical sampling (same triangles) gives corresponding samples and an
@@ -66,7 +66,7 @@ def _surface_fit(ref: VisualComponent, cand: VisualComponent) -> dict:
     rotation = np.asarray(split["rotation"])
     center = ref.samples.mean(axis=0)
     shift = center + np.asarray(split["translation"]) - rotation @ center   # cand ~ R ref + shift
-    result = {"rotation_deg": float(split["rotation_deg"]), "translation_m": float(split["translation_m"])}
+    result = {"rotation_deg": float(split["rotation_deg"])}
     if ref.surface is None or cand.surface is None:
         result["residual_m"] = float(split["residual"]["mean_distance"])
         return result

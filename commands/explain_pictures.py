@@ -1,7 +1,7 @@
 """Pictures for `usdgrade explain --html`: reference and candidate from the same camera,
 with a failing check's parts highlighted.
 
-The drawing is the visual grade's deterministic rasterizer (visual/render.py: cameras,
+The drawing is the visual grade's deterministic rasterizer (visual/render.py and raster.py: cameras,
 z-buffer, PNG encoding); only the scene differs. It is built from the grade's own
 snapshots (every visible component's world surface), coloured for diagnosis instead of
 by material: context parts neutral grey, the check's parts in one strong colour, a

@@ -14,8 +14,9 @@ import numpy as np
 
 from .settings import RunSettings
 
-# Newton joint types (newton.JointType) that carry one driven coordinate.
-PRISMATIC, REVOLUTE, FIXED, FREE = 0, 1, 3, 4
+# Newton joint types (newton.JointType values): prismatic and revolute carry one driven coordinate;
+# a fixed joint to the world welds its child.
+PRISMATIC, REVOLUTE, FIXED = 0, 1, 3
 UNLIMITED = 1e9   # Newton stores "no limit" as +-1e10
 
 
@@ -259,10 +260,6 @@ def _contacts(solver) -> int | None:
 
 def _prismatic_coords(loaded: Loaded) -> list[int]:
     return [int(loaded.joint_q_start[j]) for j, t in enumerate(loaded.joint_type) if t == PRISMATIC]
-
-
-def initial_body_positions(loaded: Loaded) -> np.ndarray:
-    return initial_body_poses(loaded)[0]
 
 
 def initial_body_poses(loaded: Loaded) -> tuple[np.ndarray, np.ndarray]:

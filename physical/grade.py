@@ -76,6 +76,14 @@ def _summary(properties: dict) -> dict:
             "failed_properties": [f"{r['test']}.{r['name']}" for r in flat if r["passed"] is False]}
 
 
+class _Stop(Exception):
+    """A step ended the grade: the record's status and reason."""
+
+    def __init__(self, status: str, reason: str):
+        super().__init__(reason)
+        self.status, self.reason = status, reason
+
+
 def run_physical(case: Path, submission: Path, out: Path, *, python: list[str] | None = None,
                  validity_timeout_s: float | None = None) -> dict:
     """Grade and write OUT/physical.json; returns the record. python: the runtime interpreter argv."""
@@ -89,49 +97,60 @@ def run_physical(case: Path, submission: Path, out: Path, *, python: list[str] |
         "authored_usd_changed": False,   # never: a separate grade
         "validity": None, "engine": None, "settings": SETTINGS.to_json(), "thresholds": THRESHOLDS.to_json(),
         "digests": None, "correspondence": None, "summary": None,
-        "tests": _properties(r.to_json() for r in []), "timings": {},
+        "tests": _properties([]), "timings": {},
     }
+    try:
+        loaded = _load_case(case, submission, record)
+        candidate_root = _check_validity(submission, loaded, record, validity_timeout_s)
+        _check_engine(python, record)
+        payload, exit_code = _run_session(python, loaded.reference_root_layer, candidate_root, record)
+        _check_payload(payload, exit_code, submission, loaded, record)
+        status, reason, results = "graded", _refusal(payload), payload["results"]
+    except _Stop as stop:
+        status, reason, results = stop.status, stop.reason, [r.to_json() for r in nulls(stop.reason)]
+    record["status"], record["reason"] = status, reason
+    record["tests"] = _properties(results)
+    record["summary"] = _summary(record["tests"])
+    record["timings"]["total_s"] = round(time.monotonic() - started, 3)
+    write_json(out / PHYSICAL_FILE, record)
+    return record
 
-    def finish(status: str, reason: str | None, results: list[dict] | None = None) -> dict:
-        record["status"], record["reason"] = status, reason
-        if results is None:
-            results = [r.to_json() for r in nulls(reason or status)]
-        record["tests"] = _properties(results)
-        record["summary"] = _summary(record["tests"])
-        record["timings"]["total_s"] = round(time.monotonic() - started, 3)
-        write_json(out / PHYSICAL_FILE, record)
-        return record
 
-    # 1. the case, and the exact bytes that will be tested
+def _load_case(case: Path, submission: Path, record: dict):
+    """Step 1: the case, and the digests of the exact bytes that will be tested."""
     try:
         from usd_repair_verifier.profiles.case import load_case
 
         loaded = load_case(case, verify_digests=True)
     except Exception as error:  # CaseError, DigestMismatch, a malformed profile
-        return finish("infrastructure_error", f"case unusable: {type(error).__name__}: {error}")
+        raise _Stop("infrastructure_error", f"case unusable: {type(error).__name__}: {error}") from error
     try:
         candidate_digest = tree_digest(submission)
     except OSError as error:
-        return finish("not_run", f"cannot read the submission: {error}")
+        raise _Stop("not_run", f"cannot read the submission: {error}") from error
     record["digests"] = {"reference": loaded.profile.reference.digest, "candidate": candidate_digest}
+    return loaded
 
-    # 2. the validity gate of the authored-USD grade: the physical grade runs only on a valid package
+
+def _check_validity(submission: Path, loaded, record: dict, timeout_s: float | None) -> Path:
+    """Step 2: the validity gate of the authored-USD grade (the physical grade runs only on a valid
+    package); returns the candidate's root layer."""
     from usd_repair_verifier.gates.validity import check_submission
 
     t0 = time.monotonic()
-    validity = check_submission(submission, loaded.profile.limits or None, timeout_s=validity_timeout_s,
+    validity = check_submission(submission, loaded.profile.limits or None, timeout_s=timeout_s,
                                 reference=loaded.reference_root_layer)
     record["timings"]["validity_s"] = round(time.monotonic() - t0, 3)
     record["validity"] = {"valid": validity.valid, "reason": validity.reason}
     if validity.infrastructure_error:
-        return finish("infrastructure_error", f"validity gate: {validity.infrastructure_error}")
+        raise _Stop("infrastructure_error", f"validity gate: {validity.infrastructure_error}")
     if not validity.valid:
-        return finish("not_run", f"the submission is not valid: {validity.reason}")
-    candidate_root = Path(validity.root_layer)
-    reference_root = loaded.reference_root_layer
+        raise _Stop("not_run", f"the submission is not valid: {validity.reason}")
+    return Path(validity.root_layer)
 
-    # 3. the engine, in the runtime interpreter
-    t0 = time.monotonic()
+
+def _check_engine(python: list[str], record: dict) -> None:
+    """Step 3: the engine, in the runtime interpreter, at the pinned versions."""
     try:
         probe = probe_engine(python)
     except (OSError, subprocess.SubprocessError) as error:
@@ -140,17 +159,20 @@ def run_physical(case: Path, submission: Path, out: Path, *, python: list[str] |
                         "interpreter": python, "python": probe.get("python"), "versions": None,
                         "versions_pinned": pinned_versions(), "versions_probed": probe.get("versions")}
     if probe.get("missing"):
-        return finish("not_run", "engine not installed: missing " + ", ".join(probe["missing"])
-                      + " in " + " ".join(python) + " (pip install -e '.[physical]')"
-                      + (f"; {probe['error']}" if probe.get("error") else ""))
+        raise _Stop("not_run", "engine not installed: missing " + ", ".join(probe["missing"])
+                    + " in " + " ".join(python) + " (pip install -e '.[physical]')"
+                    + (f"; {probe['error']}" if probe.get("error") else ""))
     # the thresholds were calibrated on the pinned versions: another version's numbers mean nothing here
     mismatched = version_mismatches(probe.get("versions") or {})
     if mismatched:
-        return finish("not_run", "engine version differs from the pins the thresholds were calibrated on: "
-                      + ", ".join(mismatched) + " (pip install -e '.[physical]')")
+        raise _Stop("not_run", "engine version differs from the pins the thresholds were calibrated on: "
+                    + ", ".join(mismatched) + " (pip install -e '.[physical]')")
 
-    # 4. the runtime tests: their own pytest session, in a subprocess (an engine crash cannot take
-    #    the grade down with it, and the authored-USD grade never imports the engine)
+
+def _run_session(python: list[str], reference_root: Path, candidate_root: Path, record: dict) -> tuple[dict, int]:
+    """Step 4: the runtime tests in their own pytest session, in a subprocess (an engine crash cannot
+    take the grade down with it, and the authored-USD grade never imports the engine); returns the
+    results it wrote and its exit code."""
     env = dict(os.environ)
     env.setdefault(CACHE_ENV, str(DEFAULT_CACHE))
     env["PYTHONPATH"] = os.pathsep.join([str(IMPORT_ROOT), *filter(None, [env.get("PYTHONPATH")])])
@@ -167,16 +189,21 @@ def run_physical(case: Path, submission: Path, out: Path, *, python: list[str] |
             # cwd: the temporary folder, where MuJoCo writes its MUJOCO_LOG.TXT on a refusal
             done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=tmp,
                                   timeout=RUNTIME_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            return finish("infrastructure_error", f"the runtime session ran past {RUNTIME_TIMEOUT_S} s")
+        except subprocess.TimeoutExpired as error:
+            raise _Stop("infrastructure_error", f"the runtime session ran past {RUNTIME_TIMEOUT_S} s") from error
         record["timings"]["runtime_session_s"] = round(time.monotonic() - t0, 3)
         record["runtime_session"] = {"argv": argv[len(python):], "exit_code": done.returncode,
                                      "output_tail": _tail(done.stdout + done.stderr)}
         try:
-            payload = json.loads(results_path.read_text(encoding="utf-8"))
+            return json.loads(results_path.read_text(encoding="utf-8")), done.returncode
         except (OSError, ValueError) as error:
-            return finish("infrastructure_error", f"the runtime session wrote no results (exit {done.returncode}): "
-                                                  f"{type(error).__name__}: {error}")
+            raise _Stop("infrastructure_error", f"the runtime session wrote no results (exit {done.returncode}): "
+                                                f"{type(error).__name__}: {error}") from error
+
+
+def _check_payload(payload: dict, exit_code: int, submission: Path, loaded, record: dict) -> None:
+    """Step 5: record what the session reports; the bytes tested must still be the bytes recorded,
+    and every property must be reported."""
     record["engine"]["versions"] = payload["versions"]
     record["settings"] = payload["settings"]
     record["thresholds"] = payload["thresholds"]
@@ -185,21 +212,25 @@ def run_physical(case: Path, submission: Path, out: Path, *, python: list[str] |
     record["engine"]["ground_m"] = payload["ground_m"]
     record["engine"]["refusals"] = {"reference": payload["reference_refusal"], "candidate": payload["candidate_refusal"]}
     record["timings"].update({f"runtime_{k}": v for k, v in payload["timings"].items()})
-    # 5. the bytes tested are still the bytes recorded
-    if tree_digest(submission) != candidate_digest or tree_digest(loaded.paths.reference) != record["digests"]["reference"]:
-        return finish("infrastructure_error", "a package changed while it was being tested")
+    if tree_digest(submission) != record["digests"]["candidate"] \
+            or tree_digest(loaded.paths.reference) != record["digests"]["reference"]:
+        raise _Stop("infrastructure_error", "a package changed while it was being tested")
     if payload["errors"]:
-        return finish("infrastructure_error", "a runtime test raised: " + " | ".join(e.splitlines()[0] for e in payload["errors"]))
+        raise _Stop("infrastructure_error",
+                    "a runtime test raised: " + " | ".join(e.splitlines()[0] for e in payload["errors"]))
     missing = [f"{t}.{n}" for t, props in _properties(payload["results"]).items() for n, r in props.items() if r is None]
     if missing:
-        return finish("infrastructure_error", f"the runtime session did not report {', '.join(missing)} "
-                                              f"(exit {done.returncode})")
-    reason = None
+        raise _Stop("infrastructure_error", f"the runtime session did not report {', '.join(missing)} "
+                                            f"(exit {exit_code})")
+
+
+def _refusal(payload: dict) -> str | None:
+    """A graded record's reason: the engine refused the reference or the candidate."""
     if payload["reference_refusal"]:
-        reason = f"reference itself unloadable: {payload['reference_refusal']}"
-    elif payload["candidate_refusal"]:
-        reason = f"engine refused the candidate: {payload['candidate_refusal']}"
-    return finish("graded", reason, payload["results"])
+        return f"reference itself unloadable: {payload['reference_refusal']}"
+    if payload["candidate_refusal"]:
+        return f"engine refused the candidate: {payload['candidate_refusal']}"
+    return None
 
 
 def _tail(text: str, limit: int = 3000) -> str:

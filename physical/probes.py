@@ -49,10 +49,6 @@ def rest(loaded: engine.Loaded, settings: RunSettings) -> dict:
     return run
 
 
-def driven_joints(loaded: engine.Loaded) -> dict[str, dict]:
-    return engine.single_dof_joints(loaded)
-
-
 def dynamic_program(reference: engine.Loaded, settings: RunSettings) -> dict[str, dict]:
     """Per reference single-axis joint: amplitude (engine units) and phase of its sine torque."""
     diagonal = reference.inertia_diagonal

@@ -13,8 +13,6 @@ from typing import Any
 Vec3 = tuple[float, float, float]
 Quat = tuple[float, float, float, float]  # (w, x, y, z), unit length
 
-WORLD = None  # a joint side attached to the world has body None
-
 
 @dataclass(frozen=True)
 class Pose:

@@ -14,7 +14,7 @@ import pytest
 from usd_repair_verifier.profiles.case import load_case
 from usd_repair_verifier.commands.explain_html import write_page
 from usd_repair_verifier.commands.explain_pictures import PRIMARY, Highlight, Pictures, highlighted_scene, primary_mask
-from usd_repair_verifier.visual import render
+from usd_repair_verifier.visual import raster, render
 
 ROOT = Path(__file__).resolve().parent.parent
 CASE = ROOT / "fixtures" / "cases" / "ant_two_joint_faults"
@@ -76,7 +76,7 @@ def test_the_unrepaired_joint_is_highlighted_on_its_part(demo):
         alone = np.all(scene.colors == np.array(PRIMARY), axis=1)
         part = render.Scene(scene.triangles[alone], scene.colors[alone], scene.part_ids[alone], 1)
         footprint = np.any(render.rasterize(part, render.camera(view, bounds, image.shape[0]))
-                           != np.round(np.array(render.BACKGROUND) * 255).astype(np.uint8), axis=2)
+                           != np.round(np.array(raster.BACKGROUND) * 255).astype(np.uint8), axis=2)
         assert highlighted.sum() > 200, (png.name, int(highlighted.sum()))
         assert not (highlighted & ~footprint).any(), png.name      # every orange pixel is on the joint's part
         assert highlighted.sum() >= 0.8 * footprint.sum(), png.name  # and the part is visible, not hidden

@@ -349,7 +349,6 @@ def test_moved_part_has_small_residual_and_right_motion():
     assert np.linalg.norm(out["translation"] - shift) < 0.001
     assert out["translation_m"] == pytest.approx(np.linalg.norm(shift), abs=0.001)
     assert out["residual"]["fscore"] > 0.97
-    assert out["unaligned"]["fscore"] < 0.2
     # deterministic
     again = split_placement_and_shape(ref, cand, tolerance=0.002)
     assert again["rotation"].tobytes() == out["rotation"].tobytes()
@@ -386,7 +385,6 @@ def test_symmetric_cube_rotated_90_degrees_is_same_shape():
     assert out["translation_m"] < 0.001
     # the smallest rotation consistent with the shape is reported
     assert out["rotation_deg"] < 2.0
-    assert out["unaligned"]["fscore"] > 0.97  # placement judged on surface distance: fine
 
 
 def test_split_handles_empty():

@@ -1,4 +1,5 @@
-"""Resolved visual and physics materials (stage_snapshot/materials.py).
+"""Resolved visual and physics materials (stage_snapshot/materials.py, texture_digest.py) and their
+comparison (checks/materials.py).
 
 Stages are built in memory or under tmp_path; the last section sweeps the
 committed fixture packages.  The physics binding rule is pinned against
@@ -17,13 +18,13 @@ from pathlib import Path
 import pytest
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics, UsdShade, UsdUtils
 
+from usd_repair_verifier.checks.materials import LARGE_ERROR, compare_physics, compare_visual
 from usd_repair_verifier.stage_snapshot import materials as M
+from usd_repair_verifier.stage_snapshot import texture_digest as T
 from usd_repair_verifier.stage_snapshot.materials import (
     PREVIEW_SURFACE_DEFAULTS,
     PhysicsMaterial,
     VisualMaterial,
-    compare_physics,
-    compare_visual,
     display_surface,
     physics_material,
     visual_material,
@@ -371,15 +372,15 @@ def test_texture_size_limit_and_cache(tmp_path, monkeypatch):
     textured_material(s, "/Looks/Big", "./big.png")
     c = UsdGeom.Cube.Define(s, "/World/Cube")
     bind(c, UsdShade.Material.Get(s, "/Looks/Big"))
-    monkeypatch.setattr(M, "MAX_TEXTURE_BYTES", len(data) - 1)
+    monkeypatch.setattr(T, "MAX_TEXTURE_BYTES", len(data) - 1)
     assert visual_material(c.GetPrim()).textures == {"diffuseColor": f"too_large:{len(data)}"}
-    monkeypatch.setattr(M, "MAX_TEXTURE_BYTES", 64 * 1024 * 1024)
+    monkeypatch.setattr(T, "MAX_TEXTURE_BYTES", 64 * 1024 * 1024)
     (tmp_path / "big.png").write_bytes(data + b"\0")          # rewritten: the cache must not go stale
-    with M.texture_digest_scope():                            # the cache of one stage read
+    with T.texture_digest_scope():                            # the cache of one stage read
         got = visual_material(c.GetPrim()).textures["diffuseColor"]
         assert got == "sha256:" + hashlib.sha256(data + b"\0").hexdigest()
-        assert any(k[0] == str(tmp_path / "big.png") for k in M._DIGESTS.get())
-    assert M._DIGESTS.get() is None                           # nothing outlives the read
+        assert any(k[0] == str(tmp_path / "big.png") for k in T._DIGESTS.get())
+    assert T._DIGESTS.get() is None                           # nothing outlives the read
 
 
 def test_udim_and_usdz_textures(tmp_path):
@@ -565,7 +566,7 @@ def test_compare_physics_components():
     assert failing(compare_physics(a, PhysicsMaterial("/c", 0.5, 0.4, 0.1, 1020.0))) == {"density"}
     assert not failing(compare_physics(a, PhysicsMaterial("/c", 0.5, 0.4, 0.1, 1020.0), relative_tolerance=0.05))
     unset = PhysicsMaterial("/d", 0.5, 0.4, 0.1, 0.0)
-    assert compare_physics(a, unset)["density"][0] == M.LARGE_ERROR
+    assert compare_physics(a, unset)["density"][0] == LARGE_ERROR
     assert compare_physics(unset, unset)["density"][0] == 0.0
 
 

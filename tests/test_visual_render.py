@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from usd_repair_verifier.visual import render
+from usd_repair_verifier.visual import raster, render
 
 REPO = Path(__file__).resolve().parent.parent
 CASES = REPO / "fixtures" / "cases"
@@ -37,7 +37,7 @@ def test_views_are_512_png_and_readable(tmp_path):
     case = CASES / "cabinet_drawer_door"
     result = render.render_pair(case / "reference", case / "input", tmp_path)
     assert set(result["views"]) >= {"front", "side", "top", "three_quarter"}
-    background = np.round(np.array(render.BACKGROUND) * 255).astype(np.uint8)
+    background = np.round(np.array(raster.BACKGROUND) * 255).astype(np.uint8)
     for role in ("reference", "candidate"):
         for view in result["views"]:
             entry = result[role][view]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics, UsdShade, Vt
 
+from usd_repair_verifier.checks.materials import compare_visual
 from usd_repair_verifier.stage_snapshot import materials as material_props
 
 from usd_repair_verifier.authoring.inject.edits import (
@@ -22,7 +23,7 @@ def _visual_of(prim: Usd.Prim):
 
 
 def _visual_differs(a, b) -> bool:
-    return any(not (err <= tol) for err, tol in material_props.compare_visual(a, b).values())
+    return any(not (err <= tol) for err, tol in compare_visual(a, b).values())
 
 
 def _shifted(colour) -> Gf.Vec3f:
