@@ -1,5 +1,5 @@
 """The records as pydantic models: a row of each store table, and a row of each results table
-(docs/records.md; docs/schemas/records.schema.json and results.schema.json are generated from them).
+(docs/records.md; docs/schemas/store.schema.json and results.schema.json are generated from them).
 
 Store rows are derived from the tables of records/schema.py, so a column exists once: its SQL type
 gives the field's type, a nullable column may be null. The results rows describe what

@@ -98,11 +98,11 @@ def fixture_store(tmp_path_factory):
     store.close()
 
 
-def test_the_records_store_rows_are_what_the_records_schema_describes(fixture_store):
+def test_the_records_store_rows_are_what_the_store_schema_describes(fixture_store):
     rows = {name: fixture_store.rows(getattr(tables, name)) for name in models.StoreRows.model_fields}
     assert all(rows.values()), {name: len(r) for name, r in rows.items()}  # every table holds rows to check
     models.StoreRows.model_validate(rows)
-    validator("records.schema.json").validate(json.loads(json.dumps(rows)))
+    validator("store.schema.json").validate(json.loads(json.dumps(rows)))
     assert set(models.StoreRows.model_fields) == set(tables.metadata.tables)  # a new table needs its rows here
 
 

@@ -23,7 +23,7 @@ MODELS = {
     "grade": ("usd_repair_verifier.scoring.grade_file", "Grade"),          # OUT/grade.json
     "visual": ("usd_repair_verifier.visual.record", "VisualRecord"),       # OUT/visual.json
     "physical": ("usd_repair_verifier.physical.record", "PhysicalRecord"),  # OUT/physical.json
-    "records": ("usd_repair_verifier.records.models", "StoreRows"),        # the records store's rows
+    "store": ("usd_repair_verifier.records.models", "StoreRows"),          # the records store's rows
     "results": ("usd_repair_verifier.records.models", "Results"),          # the results report's tables
 }
 
