@@ -67,6 +67,7 @@ Namespaces = Annotated[tuple[Namespace, ...], AfterValidator(lambda tokens: tupl
 
 
 def _with_defaults(defaults: dict):
+    """A map given in part keeps the defaults of the keys it leaves out."""
     return AfterValidator(lambda given: {**defaults, **given})
 
 
@@ -75,7 +76,8 @@ class _Model(BaseModel):
 
 
 class PackageRecord(_Model):
-    root_layer: StrictStr = Field(description="file name of the root layer at the package's top level")
+    root_layer: StrictStr = Field(description="file name of the root layer at the package's top level",
+                                  json_schema_extra={"pattern": r"^[^/\\]+$"})
     digest: StrictStr = Field(description="usd_repair_verifier.profiles.digest.tree_digest of the package folder")
 
     @field_validator("root_layer")
@@ -88,7 +90,8 @@ class PackageRecord(_Model):
 
 class Fault(_Model):
     id: StrictStr
-    kind: StrictStr = Field(description="a fault kind of profiles/vocabulary.py FAULT_KINDS")
+    kind: StrictStr = Field(description="a fault kind (profiles/vocabulary.py FAULT_KINDS)",
+                            json_schema_extra={"enum": sorted(FAULT_KINDS)})
     target: StrictStr = Field(description='reference prim path, or "*" for the whole asset')
     note: StrictStr = ""
 

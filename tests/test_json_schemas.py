@@ -57,7 +57,9 @@ def test_the_published_profile_schema_refuses_what_loading_refuses():
     check = validator("profile.schema.json")
     for broken in ({**data, "schema_version": 2}, {**data, "checks": "none"}, {**data, "closed_book": "yes"},
                    {**data, "preserved_namespaces": ["my engine"]},
-                   {**data, "reference": {"root_layer": "a.usda"}}):
+                   {**data, "reference": {"root_layer": "a.usda"}},
+                   {**data, "reference": {**data["reference"], "root_layer": "sub/a.usda"}},
+                   {**data, "faults": [{**data["faults"][0], "kind": "melted"}]}):
         assert list(check.iter_errors(broken)), broken
 
 
