@@ -40,6 +40,8 @@ def _number(value: Any) -> int | float:
     "inf"/"-inf", the strings jsonable writes for non-finite errors. NaN and booleans are not numbers."""
     if isinstance(value, str) and value in ("inf", "-inf"):
         return float(value)
+    if not isinstance(value, (bool, str)) and hasattr(value, "item"):  # a numpy scalar, from a measurement
+        value = value.item()
     if isinstance(value, bool) or not isinstance(value, (int, float)) or (isinstance(value, float) and math.isnan(value)):
         raise _problem(f"expected a number, got {value!r}")
     return value
