@@ -96,8 +96,8 @@ def faults_for_freeze(reference: Path, input_: Path, faults_file: str | None):
 
     if faults_file:
         raw = json.loads(Path(faults_file).read_text())
-        return [Fault(f.get("id", f"f{i + 1}"), f["kind"], f.get("target", "*"), f.get("note", ""))
-                for i, f in enumerate(raw)], []
+        return [Fault(id=f.get("id", f"f{i + 1}"), kind=f["kind"], target=f.get("target", "*"),
+                      note=f.get("note", "")) for i, f in enumerate(raw)], []
     lines = []
     manifest = read_manifest(input_)
     why_not = mismatch(manifest, reference, input_) if manifest else "no injection manifest"

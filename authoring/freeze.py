@@ -9,7 +9,6 @@ anything.
 """
 from __future__ import annotations
 
-import dataclasses
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable
@@ -74,7 +73,7 @@ def _namespaces(tokens) -> tuple[str, ...]:
 
 
 def _record(package: Path, root: Path):
-    return PackageRecord(root.name, tree_digest(package))
+    return PackageRecord(root_layer=root.name, digest=tree_digest(package))
 
 
 def write_case(out: Path, reference: Path, input_: Path, profile: Profile) -> None:
@@ -122,7 +121,7 @@ def freeze(case_id: str, reference: Path, input_: Path, out: Path, faults: list[
         staging = Path(tmp) / "case"
         # The self-check grades packages, not agents: it runs without the closed-book rule,
         # then the profile as frozen replaces the one it used.
-        write_case(staging, Path(reference), Path(input_), dataclasses.replace(profile, closed_book=False))
+        write_case(staging, Path(reference), Path(input_), profile.model_copy(update={"closed_book": False}))
         problems = verify_case(staging, progress)
         if problems:
             raise FreezeRefused("refusing to freeze " + case_id + ":\n  " + "\n  ".join(problems))
@@ -175,7 +174,7 @@ def detect_faults(reference: Path, input_: Path, tolerances: dict | None = None)
             if not candidates:
                 break
             best = max(candidates, key=lambda k: len(k.checks))
-            faults.append(Fault(f"f{len(faults) + 1}", best.name, target,
-                                "found by comparison: " + ", ".join(f"{f}.{m}" for f, m in sorted(best.checks))))
+            faults.append(Fault(id=f"f{len(faults) + 1}", kind=best.name, target=target,
+                                note="found by comparison: " + ", ".join(f"{f}.{m}" for f, m in sorted(best.checks))))
             measures -= set(best.checks)
     return faults

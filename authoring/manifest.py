@@ -59,7 +59,7 @@ def read_manifest(package: Path) -> Manifest | None:
         raw = json.loads(path.read_text())
         if raw.get("format") != MANIFEST_FORMAT:
             raise ValueError(f"format {raw.get('format')!r}, expected {MANIFEST_FORMAT}")
-        faults = tuple(Fault(f["id"], f["kind"], f["target"], f.get("note", "")) for f in raw["faults"])
+        faults = tuple(Fault(id=f["id"], kind=f["kind"], target=f["target"], note=f.get("note", "")) for f in raw["faults"])
         return Manifest(path, raw["reference"]["digest"], raw["package"]["digest"], int(raw["seed"]), faults)
     except (OSError, KeyError, TypeError, ValueError) as error:
         raise ValueError(f"cannot read the injection manifest {path}: {error}") from error

@@ -18,7 +18,6 @@ tests render copies with other paths instead of overriding anything at run time.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import re
 import shutil
 import stat
@@ -148,8 +147,9 @@ def write_task(case_dir: Path, out: Path, base_image: str = BASE_IMAGE, closed_b
     if closed_book == case.profile.closed_book:
         shutil.copyfile(case.paths.profile, tests / "case" / "profile.json")
     else:
-        profile = dataclasses.replace(case.profile, closed_book=closed_book,
-                                      allowed_urls=(*case.profile.allowed_urls, instruction) if closed_book else ())
+        profile = case.profile.model_copy(update={
+            "closed_book": closed_book,
+            "allowed_urls": (*case.profile.allowed_urls, instruction) if closed_book else ()})
         _write(tests / "case" / "profile.json", profile.dumps())
     shutil.copytree(case.paths.reference, tests / "case" / "reference")
     shutil.copytree(case.paths.input, tests / "case" / "input")

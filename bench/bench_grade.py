@@ -173,7 +173,7 @@ def make_case(reference: Path, case: Path, case_id: str) -> str:
     with tempfile.TemporaryDirectory(prefix="bench_input_") as tmp:
         broken = Path(tmp) / "input"
         inject(reference, broken, [("joint_frame", joint)], seed=0)
-        profile = build_profile(case_id, reference, broken, [Fault("f1", "joint_frame", joint)])
+        profile = build_profile(case_id, reference, broken, [Fault(id="f1", kind="joint_frame", target=joint)])
         write_case(case, reference, broken, profile)
     return joint
 

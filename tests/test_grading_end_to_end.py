@@ -14,6 +14,7 @@ from pxr import Usd
 
 from fixtures.build_cases import CASE_TABLE, SEED
 from usd_repair_verifier.authoring.inject import inject
+from usd_repair_verifier.scoring.grade_file import Grade
 from usd_repair_verifier.scoring.run import run_grade
 from tests import variants
 
@@ -37,6 +38,7 @@ def figures(grade: dict) -> dict:
 def grade(case_id: str, submission: Path, out: Path, *args: str):
     result = run_grade(CASES / case_id, submission, out, tuple(args))
     assert result.grade is not None, result.stdout[-3000:] + result.stderr[-3000:]
+    Grade.model_validate_json((out / "grade.json").read_bytes())  # what its model and JSON Schema describe
     return result
 
 

@@ -17,6 +17,7 @@ import pytest
 from usd_repair_verifier.physical import cli as physical_cli
 from bench.calibrate_physical import split_door_panel
 from usd_repair_verifier.physical.grade import PHYSICAL_FILE, run_physical
+from usd_repair_verifier.physical.record import PhysicalRecord
 from usd_repair_verifier.physical.results import PROPERTIES, TESTS
 from usd_repair_verifier.physical.settings import ENGINE_MODULES, pinned_versions
 from usd_repair_verifier.authoring.inject import root_layer_of
@@ -29,6 +30,15 @@ ANT = CASES / "ant_two_joint_faults"
 CABINET = CASES / "cabinet_drawer_door"
 ANT_RENAMES = {"ant": "robot", "torso": "trunk", "front_left_leg": "leg_a", "hip_1": "hip_a"}
 CABINET_RENAMES = {"Cabinet": "Kitchen", "Drawer": "Box", "DoorHinge": "Hinge1", "Joints": "Constraints"}
+
+
+@pytest.fixture(autouse=True)
+def every_physical_json_written_matches_its_model(tmp_path):
+    """Whatever a test made the grade write, physical.json is what its model (and the published
+    JSON Schema) describes."""
+    yield
+    for path in tmp_path.rglob(PHYSICAL_FILE):
+        PhysicalRecord.model_validate_json(path.read_bytes())
 
 
 def properties(record: dict) -> list[dict]:
@@ -87,7 +97,9 @@ def test_installed_engine_matches_the_pins():
 @pytest.fixture(scope="module")
 def ant_self(tmp_path_factory):
     out = tmp_path_factory.mktemp("ant_self")
-    return run_physical(ANT, ANT / "reference", out)
+    record = run_physical(ANT, ANT / "reference", out)
+    PhysicalRecord.model_validate_json((out / PHYSICAL_FILE).read_bytes())
+    return record
 
 
 def test_reference_against_itself_passes_every_test(ant_self):

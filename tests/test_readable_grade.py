@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from usd_repair_verifier.scoring.grade_file import Grade
 from usd_repair_verifier.scoring.reward import Expected, Status, TestRecord, decide
 from usd_repair_verifier.scoring.report import explain_lines, summary_lines
 
@@ -49,20 +50,27 @@ def test_objective_failure_above_the_cap_says_capped():
     assert d.reasons and all(r.startswith("capped at 0.99") for r in d.reasons), d.reasons
 
 
+def _written_grade(out: Path) -> dict:
+    """OUT/grade.json, which is also what its model (and the published JSON Schema) describes."""
+    text = (out / "grade.json").read_text()
+    Grade.model_validate_json(text)
+    return json.loads(text)
+
+
 @pytest.fixture(scope="module")
 def demo_grade(tmp_path_factory) -> dict:
     out = tmp_path_factory.mktemp("demo")
     r = pytest_run("checks", "--case", str(CASE), "--submission", str(DEMO), "--out", str(out), "-q")
     assert r.returncode == 0, r.stdout[-2000:]
     assert "usdgrade" in r.stdout
-    return {"grade": json.loads((out / "grade.json").read_text()), "stdout": r.stdout}
+    return {"grade": _written_grade(out), "stdout": r.stdout}
 
 
 @pytest.fixture(scope="module")
 def partial_grade(tmp_path_factory) -> dict:
     out = tmp_path_factory.mktemp("partial")
     r = pytest_run("checks", "--case", str(CASE), "--submission", str(DEMO), "--out", str(out), "-q", "-k", "f1")
-    return {"grade": json.loads((out / "grade.json").read_text()), "stdout": r.stdout}
+    return {"grade": _written_grade(out), "stdout": r.stdout}
 
 
 def test_objective_met_names_no_cap():
@@ -128,7 +136,7 @@ def raised_grade(tmp_path_factory) -> dict:
     r = pytest_run("-p", "usdgrade_raising_check", "checks", "--case", str(CASE), "--submission", str(DEMO),
                    "--out", str(out), "-q", env=env)
     assert r.returncode == 3, r.stdout[-2000:] + r.stderr[-2000:]
-    return {"grade": json.loads((out / "grade.json").read_text()), "stdout": r.stdout}
+    return {"grade": _written_grade(out), "stdout": r.stdout}
 
 
 def test_infrastructure_error_run_says_which_check_did_not_run(raised_grade):

@@ -100,7 +100,7 @@ def test_planted_conftest_and_ini_in_a_submission_never_run_in_the_warm_grader(g
     app = tmp_path / "app"
     shutil.copytree(case / "input", app)
     marker = tmp_path / "PLANTED_RAN"
-    payload = f"open({str(marker)!r}, 'w').write('x')\nimport usd_repair_verifier.scoring.reward as r\nr.reward = lambda *a, **k: 1.0\n"
+    payload = f"open({str(marker)!r}, 'w').write('x')\nimport usd_repair_verifier.scoring.reward as r\nr.reward_from = lambda *a, **k: 1.0\n"
     for relative in ("conftest.py", "tests/conftest.py", "checks/conftest.py", "pwned_plugin.py"):
         (app / relative).parent.mkdir(parents=True, exist_ok=True)
         (app / relative).write_text(payload)

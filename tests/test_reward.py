@@ -76,3 +76,44 @@ def test_crashed_worker_failure_without_result_is_infrastructure_error():
 def test_case_error_wins():
     d = decide(full(), EXPECTED, case_error="DigestMismatch: reference/ changed")
     assert d.status is Status.INFRASTRUCTURE_ERROR and "DigestMismatch" in d.infrastructure_error
+
+
+@pytest.mark.parametrize("status, objective, expected", [
+    (Status.GRADED, True, 0.995),
+    (Status.GRADED, False, 0.99),                    # capped
+    ("graded", False, 0.99),                         # a status as grade.json writes it
+    (Status.INVALID, True, 0.0),
+    (Status.PRESERVATION_FAILED, True, 0.0),
+    ("closed_book_violation", True, 0.0),
+    (Status.CLOSED_BOOK_UNVERIFIED, True, 0.0),
+    (Status.INFRASTRUCTURE_ERROR, True, 0.0),        # the fallback, not a score
+    (Status.PARTIAL, True, None),
+])
+def test_the_reward_rule_in_one_function(status, objective, expected):
+    from usd_repair_verifier.scoring.reward import raw_reward, reward_from
+
+    assert raw_reward(1.0, 0.99) == pytest.approx(0.995)
+    assert reward_from(1.0, 0.99, status, objective) == (pytest.approx(expected) if expected is not None else None)
+
+
+@pytest.mark.parametrize("records", [full(((True, 1.0), (False, 0.4)), objective=False),
+                                     full(((True, 1.0), (True, 1.0)), objective=False),
+                                     full(((False, 0.2), (False, 0.6))), full(valid=False), full(preserved=False)])
+def test_explain_states_the_reward_decide_gave(records):
+    """explain's arithmetic derives its figures from the same rule: the reward it names is decide's."""
+    from usd_repair_verifier.scoring.report import arithmetic
+
+    d = decide(records, EXPECTED)
+    line = arithmetic({"status": d.status.value, "targeted_repair_fraction": d.targeted_repair_fraction,
+                       "targeted_semantic_score": d.targeted_semantic_score,
+                       "objective_success": d.objective_success})
+    raw = 0.5 * d.targeted_repair_fraction + 0.5 * d.targeted_semantic_score
+    assert f"= {raw:.4f}" in line
+    if d.authored_usd == 0.0:
+        assert line.endswith(f"{d.status.value}: reward 0")
+    elif d.authored_usd < raw:
+        assert line.endswith(f"capped at {d.authored_usd:g}")
+    elif d.objective_success is False:
+        assert line.endswith("reward R")
+    else:
+        assert line == line.split(";")[0]

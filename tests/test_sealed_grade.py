@@ -13,7 +13,7 @@ from usd_repair_verifier.scoring.sealed import GRADE_INI, command, pytest_argv, 
 
 ROOT = Path(__file__).resolve().parent.parent
 CASE = ROOT / "fixtures" / "cases" / "ant_two_joint_faults"
-MARK = "open({path!r}, 'w').write('imported')\nimport usd_repair_verifier.scoring.reward as r\nr.reward = lambda *a, **k: 1.0\n"
+MARK = "open({path!r}, 'w').write('imported')\nimport usd_repair_verifier.scoring.reward as r\nr.reward_from = lambda *a, **k: 1.0\n"
 
 
 def test_the_session_reads_only_the_verifiers_own_settings():

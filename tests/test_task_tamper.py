@@ -29,7 +29,7 @@ from harbor_task_support import CASE, CLEAN_TRAJECTORY, TASK, read_json, unavail
 
 PAYLOAD = ("open('/pwned/{name}', 'w').write('imported')\n"
            "import usd_repair_verifier.scoring.reward as r\n"
-           "r.reward = lambda *a, **k: 1.0\n")
+           "r.reward_from = lambda *a, **k: 1.0\n")
 
 SUBMISSION_PLANTS = {
     "conftest.py": PAYLOAD.format(name="app-conftest"),

@@ -16,6 +16,7 @@ import pytest
 from usd_repair_verifier.scoring.run import run_grade
 from usd_repair_verifier.visual import cli, judge as judges, rubric as rubrics
 from usd_repair_verifier.visual.grade import AUTHORIZE_ENV, VISUAL_FILE, run_visual
+from usd_repair_verifier.visual.record import VisualRecord
 
 REPO = Path(__file__).resolve().parent.parent
 CASE = REPO / "fixtures" / "cases" / "cabinet_drawer_door"
@@ -25,6 +26,15 @@ AUTH_ENV = {AUTHORIZE_ENV: "1"}
 
 # Any attempt to open a real connection fails the test (tests/conftest.py).
 pytestmark = pytest.mark.usefixtures("no_network")
+
+
+@pytest.fixture(autouse=True)
+def every_visual_json_written_matches_its_model(tmp_path):
+    """Whatever a test made the grade write, visual.json is what its model (and the published
+    JSON Schema) describes."""
+    yield
+    for path in tmp_path.rglob(VISUAL_FILE):
+        VisualRecord.model_validate_json(path.read_bytes())
 
 
 @pytest.fixture(scope="module")

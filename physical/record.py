@@ -1,0 +1,111 @@
+"""physical.json as a pydantic model: what every field holds (docs/physical-json.md,
+docs/schemas/physical.schema.json).
+
+physical/grade.py builds the record as a plain dict; this model is the file's description, and the
+tests validate every physical.json they produce against it.
+"""
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# Figures are rounded to 9 significant digits; non-finite ones are written as strings (results.py).
+Figure = float | int | bool | str | list | dict | None
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PropertyResult(_Strict):
+    test: str
+    name: str
+    value: Figure = Field(description="the candidate's figure; null when not measured")
+    threshold: Figure = Field(description="what the value was judged against")
+    unit: str | None
+    passed: bool | None = Field(description="null: not measured")
+    reason: str | None = Field(description="why null, or what failed")
+    details: dict[str, Any] = Field(description="per body or per joint figures, the torque program, "
+                                                "reference values")
+
+
+Properties = dict[str, PropertyResult | None]
+
+
+class Tests(_Strict):
+    load_and_cook: Properties
+    rest_and_contact: Properties
+    dynamic_response: Properties
+    joint_travel: Properties
+
+
+class Summary(_Strict):
+    measured: int
+    passed: int
+    failed: int
+    null: int
+    failed_properties: list[str] = Field(description="`test.property` of each failed property")
+
+
+class Validity(_Strict):
+    valid: bool
+    reason: str
+
+
+class Engine(BaseModel):
+    """The engine, as probed before anything runs and as the runtime session reported it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: Literal["newton"]
+    solver: str
+    device: str
+    interpreter: list[str] = Field(description="the runtime interpreter's argv")
+    python: str | None
+    versions: dict[str, str | None] | None = Field(description="what the runtime session imported: newton, "
+                                                              "warp-lang, mujoco, mujoco-warp, newton-usd-schemas, "
+                                                              "usd-core, numpy")
+    versions_pinned: dict[str, str] = Field(description="the pins the thresholds were calibrated on")
+    versions_probed: dict[str, str | None] | None = Field(description="what the runtime interpreter holds, read "
+                                                                      "before anything runs")
+    kernel_cache: str | None = None
+    warnings: dict[str, Any] | None = Field(None, description="the importer's, per side")
+    ground_m: dict[str, float | None] | None = Field(None, description="height of the added ground plane per "
+                                                                       "side, null when the asset has its own")
+    refusals: dict[str, str | None] | None = Field(None, description="the engine's refusal, per side")
+
+
+class Digests(_Strict):
+    reference: str
+    candidate: str
+
+
+class RuntimeSession(_Strict):
+    argv: list[str]
+    exit_code: int
+    output_tail: str
+
+
+class PhysicalRecord(_Strict):
+    """OUT/physical.json, written by `usdgrade physical`: a separate grade, never combined with the reward."""
+
+    record_version: Literal["2"]
+    status: Literal["graded", "not_run", "infrastructure_error"]
+    reason: str | None = Field(description="why not graded, or the refusal that nulled properties")
+    case: str
+    submission: str
+    authored_usd_changed: Literal[False] = Field(description="always false")
+    validity: Validity | None = Field(description="the validity gate's verdict on the submission")
+    engine: Engine | None
+    settings: dict[str, Any] = Field(description="every run setting (physical/settings.py RunSettings)")
+    thresholds: dict[str, Any] = Field(description="every threshold (physical/settings.py Thresholds)")
+    digests: Digests | None = Field(description="tree digests of the exact bytes tested (checked again after "
+                                                "the run)")
+    correspondence: dict[str, Any] | None = Field(description="method, reference body -> candidate body, "
+                                                              "asset size (m)")
+    summary: Summary
+    tests: Tests
+    runtime_session: RuntimeSession | None = Field(None, description="written once the runtime session ran")
+    timings: dict[str, float] = Field(description="seconds: validity, runtime session, load, correspondence, "
+                                                  "total (the only fields that vary between runs of the same bytes)")

@@ -1,0 +1,68 @@
+"""The JSON Schemas of the verifier's files, generated from the pydantic models that describe them.
+
+    python tools/json_schemas.py            # rewrite docs/schemas/*.schema.json
+    python tools/json_schemas.py --check    # exit 1, naming the files, when a committed schema differs
+
+tests/test_json_schemas.py runs the check: a model change without its regenerated schema fails.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SCHEMA_DIR = ROOT / "docs" / "schemas"
+DIALECT = "https://json-schema.org/draft/2020-12/schema"
+
+# file name stem -> (module, model): what each schema describes.
+MODELS = {
+    "profile": ("usd_repair_verifier.profiles.schema", "Profile"),         # CASE/profile.json
+    "grade": ("usd_repair_verifier.scoring.grade_file", "Grade"),          # OUT/grade.json
+    "visual": ("usd_repair_verifier.visual.record", "VisualRecord"),       # OUT/visual.json
+    "physical": ("usd_repair_verifier.physical.record", "PhysicalRecord"),  # OUT/physical.json
+    "store": ("usd_repair_verifier.records.models", "StoreRows"),          # the records store's rows
+    "results": ("usd_repair_verifier.records.models", "Results"),          # the results report's tables
+}
+
+
+def schemas() -> dict[str, dict]:
+    """File name -> the schema generated from its model now."""
+    out = {}
+    for stem, (module, name) in MODELS.items():
+        model = getattr(importlib.import_module(module), name)
+        out[f"{stem}.schema.json"] = {"$schema": DIALECT, "$id": f"{stem}.schema.json", **model.model_json_schema()}
+    return out
+
+
+def text(schema: dict) -> str:
+    return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
+
+
+def stale(folder: Path = SCHEMA_DIR) -> list[str]:
+    """The schema files that are missing or differ from what the models generate."""
+    return [name for name, schema in schemas().items()
+            if not (folder / name).is_file() or (folder / name).read_text(encoding="utf-8") != text(schema)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="compare, write nothing")
+    args = parser.parse_args(argv)
+    if args.check:
+        differing = stale()
+        for name in differing:
+            print(f"docs/schemas/{name} differs from its model: run python tools/json_schemas.py", file=sys.stderr)
+        return 1 if differing else 0
+    SCHEMA_DIR.mkdir(parents=True, exist_ok=True)
+    for name, schema in schemas().items():
+        (SCHEMA_DIR / name).write_text(text(schema), encoding="utf-8")
+        print(f"wrote docs/schemas/{name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    raise SystemExit(main())
