@@ -104,9 +104,13 @@ def grade_warm(case: Path, submission: Path, out: Path, trajectory: Path | None 
     """`pytest checks --case CASE --submission SUBMISSION --out OUT` in this process: OUT receives
     grade.json and reward.json as the session wrote them (reward.json only when it wrote one);
     stdout is the session's terminal output (pytest's and the summary), stderr is empty (the
-    warm grader sends both streams to one log)."""
+    warm grader sends both streams to one log). A submission that is not a folder goes to the
+    command in a child: the warm grader refuses it as a store's fault, the command grades it."""
     from usd_repair_verifier.regrade.warm import Item
+    from usd_repair_verifier.scoring.run import run_grade
 
+    if not Path(submission).is_dir():
+        return run_grade(Path(case), Path(submission), Path(out), ("--trajectory", str(trajectory)) if trajectory else ())
     grader = warm_grader()
     _Warm.log.write_bytes(b"")
     item = Item(str(submission), str(Path(case).absolute()), str(Path(submission).absolute()),
