@@ -25,7 +25,7 @@ from usd_repair_verifier.gates.names import OBJECTIVE_GATES, PRESERVATION_GATES,
 from usd_repair_verifier.profiles.case import Case, load_case
 from usd_repair_verifier.profiles.jsonable import jsonable
 from usd_repair_verifier.scoring.reward import Decision, Expected, TestRecord, decide
-from usd_repair_verifier.scoring.run import RunResult
+from usd_repair_verifier.scoring.run import RunResult, run_grade
 from usd_repair_verifier.scoring.session import GradingSession
 from usd_repair_verifier.scoring.work_share import LocalWork
 
@@ -107,7 +107,6 @@ def grade_warm(case: Path, submission: Path, out: Path, trajectory: Path | None 
     warm grader sends both streams to one log). A submission that is not a folder goes to the
     command in a child: the warm grader refuses it as a store's fault, the command grades it."""
     from usd_repair_verifier.regrade.warm import Item
-    from usd_repair_verifier.scoring.run import run_grade
 
     if not Path(submission).is_dir():
         return run_grade(Path(case), Path(submission), Path(out), ("--trajectory", str(trajectory)) if trajectory else ())
