@@ -9,13 +9,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-import anthropic
-import httpx2
 import pytest
 
-from usd_repair_verifier.scoring.run import run_grade
 from usd_repair_verifier.visual import cli, judge as judges, rubric as rubrics
 from usd_repair_verifier.visual.grade import AUTHORIZE_ENV, VISUAL_FILE, run_visual
+from tests.grade_in_process import grade_warm
+from tests.lazy_import import LazyModule
+
+anthropic = LazyModule("anthropic")
+httpx2 = LazyModule("httpx2")
 
 REPO = Path(__file__).resolve().parent.parent
 CASE = REPO / "fixtures" / "cases" / "cabinet_drawer_door"
@@ -29,9 +31,9 @@ pytestmark = pytest.mark.usefixtures("no_network")
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    """grade.json of the reference as submission: graded with full objective success."""
+    """grade.json of the reference as submission: graded with full objective success (in this process)."""
     out = tmp_path_factory.mktemp("objective_ref")
-    result = run_grade(CASE, CASE / "reference", out)
+    result = grade_warm(CASE, CASE / "reference", out)
     assert result.grade["status"] == "graded" and result.grade["objective_success"] is True
     return out / "grade.json"
 
@@ -39,7 +41,7 @@ def graded(tmp_path_factory):
 @pytest.fixture(scope="module")
 def input_grade(tmp_path_factory):
     out = tmp_path_factory.mktemp("objective_input")
-    result = run_grade(CASE, CASE / "input", out)
+    result = grade_warm(CASE, CASE / "input", out)
     assert result.grade["objective_success"] is not True
     return out / "grade.json"
 
