@@ -12,6 +12,7 @@ import pytest
 
 from usd_repair_verifier.scoring.reward import Expected, Status, TestRecord, decide
 from usd_repair_verifier.scoring.report import explain_lines, summary_lines
+from tests.grade_in_process import grade_warm
 
 ROOT = Path(__file__).resolve().parent.parent
 CASE = ROOT / "fixtures" / "cases" / "ant_two_joint_faults"
@@ -52,8 +53,8 @@ def test_objective_failure_above_the_cap_says_capped():
 @pytest.fixture(scope="module")
 def demo_grade(tmp_path_factory) -> dict:
     out = tmp_path_factory.mktemp("demo")
-    r = pytest_run("checks", "--case", str(CASE), "--submission", str(DEMO), "--out", str(out), "-q")
-    assert r.returncode == 0, r.stdout[-2000:]
+    r = grade_warm(CASE, DEMO, out)   # the session of `pytest checks ... -q`, in this process
+    assert r.exit_code == 0, r.stdout[-2000:]
     assert "usdgrade" in r.stdout
     return {"grade": json.loads((out / "grade.json").read_text()), "stdout": r.stdout}
 
