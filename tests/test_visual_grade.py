@@ -29,6 +29,36 @@ AUTH_ENV = {AUTHORIZE_ENV: "1"}
 pytestmark = pytest.mark.usefixtures("no_network")
 
 
+@pytest.fixture(scope="module", autouse=True)
+def renders_once():
+    """Each pair of packages is rendered once per module: these tests grade the same bytes many
+    times, and what they test is the visual grade around the renders (the renderer has its own
+    tests in tests/test_visual_render.py). A later render of the same bytes returns a copy of the
+    first, PNG files written again as the renderer writes them."""
+    import copy
+
+    from usd_repair_verifier.profiles.digest import tree_digest
+    from usd_repair_verifier.visual import render
+
+    real, done = render.render_pair, {}
+
+    def render_pair(reference, candidate, out_dir=None, views=tuple(render.VIEWS), size=render.SIZE):
+        key = (tree_digest(Path(reference)), tree_digest(Path(candidate)), tuple(views), size)
+        if key not in done:
+            done[key] = real(reference, candidate, None, views=views, size=size)
+        result = copy.deepcopy(done[key])
+        if out_dir is not None:
+            Path(out_dir).mkdir(parents=True, exist_ok=True)
+            for role in render.ROLES:
+                for entry in result[role].values():
+                    (Path(out_dir) / entry["file"]).write_bytes(entry["png"])
+        return result
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(render, "render_pair", render_pair)
+        yield
+
+
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     """grade.json of the reference as submission: graded with full objective success (in this process)."""
