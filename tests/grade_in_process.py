@@ -15,6 +15,7 @@ Harbor contract) still use usd_repair_verifier.scoring.run.run_grade.
 """
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import tempfile
@@ -90,6 +91,7 @@ def warm_grader():
         os.close(handle)
         _Warm.log = Path(name)
         _Warm.grader = WarmGrader(log_path=name)
+        atexit.register(_Warm.log.unlink, missing_ok=True)
     else:
         validity.start_fork_server()   # a no-op while it is alive
     return _Warm.grader
