@@ -57,8 +57,11 @@ def _record(kind: str, ident: str, result: dict) -> TestRecord:
 
 
 def grade(case: Case | Path, submission: Path, validity: Future | None = None) -> Decision:
-    """`validity`: the validity gate's (report, seconds) already computed, or None to run it."""
+    """`validity`: the validity gate's (report, seconds) already computed, or None to run it (in a
+    capped worker forked from this process's validity server, as in the warm grader)."""
     case = case if isinstance(case, Case) else load_case(case)
+    if validity is None:
+        start_validity_server()
     session = GradingSession(case, Path(submission), _ReferenceOnce(str(case.paths.root)), validity)
     records = [_record("check", spec.id, session.measure_check(spec).to_json()) for spec in case.profile.checks]
     records += [_record("validity", r, session.validity_rule(r).to_json()) for r in VALIDITY_RULES]
@@ -79,11 +82,24 @@ class _Warm:
     log: Path | None = None
 
 
-def warm_grader():
-    """This process's warm grader, created on first use. Its validity fork server is process-wide:
-    tests/conftest.py stops it after each module that graded here (a later test may change the
-    environment its validity workers must see), and the next warm grade starts it again."""
+def start_validity_server() -> None:
+    """Validity workers fork from a server that imported pxr once (gates/validity_fork.py) instead
+    of each starting an interpreter. The server is process-wide and keeps the environment it was
+    started with: tests/conftest.py stops it after each module that graded here (a later test may
+    set variables its validity workers must see), and the next grade starts it again."""
     from usd_repair_verifier.gates import validity
+
+    validity.start_fork_server()   # a no-op while it is alive
+
+
+def stop_validity_server() -> None:
+    from usd_repair_verifier.gates import validity
+
+    validity.stop_fork_server()
+
+
+def warm_grader():
+    """This process's warm grader, created on first use (with the validity server)."""
     from usd_repair_verifier.regrade.warm import WarmGrader
 
     if _Warm.grader is None:
@@ -93,13 +109,8 @@ def warm_grader():
         _Warm.grader = WarmGrader(log_path=name)
         atexit.register(_Warm.log.unlink, missing_ok=True)
     else:
-        validity.start_fork_server()   # a no-op while it is alive
+        start_validity_server()
     return _Warm.grader
-
-
-def stop_warm_validity_server() -> None:
-    if _Warm.grader is not None:
-        _Warm.grader.close()
 
 
 def grade_warm(case: Path, submission: Path, out: Path, trajectory: Path | None = None) -> RunResult:
