@@ -1,14 +1,5 @@
-"""Fixtures shared by the verifier's own tests, and how `pytest tests -n N` distributes them."""
+"""Fixtures shared by the verifier's own tests."""
 import pytest
-
-
-def pytest_configure(config):
-    """Under xdist, tests marked `xdist_group` run in one worker (`--dist loadgroup`; the others
-    are distributed one by one as with `load`): the tests of one case share the worker that read
-    its reference. An explicit --dist is kept."""
-    explicit = any(arg == "--dist" or arg.startswith("--dist=") for arg in config.invocation_params.args)
-    if getattr(config.option, "dist", "no") == "load" and not explicit:
-        config.option.dist = "loadgroup"
 
 
 @pytest.fixture

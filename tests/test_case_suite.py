@@ -22,12 +22,7 @@ def test_every_case_in_the_table_is_committed():
     assert sorted(p.name for p in CASES.iterdir() if p.is_dir()) == sorted(CASE_TABLE)
 
 
-def by_case(case_ids) -> list:
-    """One xdist group per case (tests/conftest.py): its reference is read by one worker."""
-    return [pytest.param(case_id, marks=pytest.mark.xdist_group(case_id)) for case_id in case_ids]
-
-
-@pytest.mark.parametrize("case_id", by_case(sorted(CASE_TABLE)))
+@pytest.mark.parametrize("case_id", sorted(CASE_TABLE))
 def test_reference_and_input(case_id, tmp_path):
     ref = grade_warm(CASES / case_id, CASES / case_id / "reference", tmp_path / "ref")
     assert ref.exit_code == 0 and ref.reward == {"authored_usd": 1.0}, (ref.grade or {}).get("reasons")
@@ -42,8 +37,7 @@ SINGLE_REPAIRS = [(case_id, i) for case_id, (_, faults) in sorted(CASE_TABLE.ite
                   for i in range(len(faults))]
 
 
-@pytest.mark.parametrize("case_id, repaired", [pytest.param(c, i, marks=pytest.mark.xdist_group(c)) for c, i in SINGLE_REPAIRS],
-                         ids=[f"{c}-f{i + 1}" for c, i in SINGLE_REPAIRS])
+@pytest.mark.parametrize("case_id, repaired", SINGLE_REPAIRS, ids=[f"{c}-f{i + 1}" for c, i in SINGLE_REPAIRS])
 def test_single_fault_repair_scores_strictly_between(case_id, repaired, tmp_path):
     asset, faults = CASE_TABLE[case_id]
     left = [(kind, target) for i, (_, kind, target) in enumerate(faults) if i != repaired]

@@ -28,8 +28,6 @@ ROOT = Path(__file__).resolve().parent.parent
 JOB = ROOT / "fixtures" / "harbor_jobs" / "repair-bench-fixture"
 PLAIN = ROOT / "fixtures" / "harbor_jobs" / "plain_grades"
 _database_names = itertools.count()
-# Under xdist these tests share one worker (tests/conftest.py): one PostgreSQL server is started, not one per worker.
-pytestmark = pytest.mark.xdist_group("records_postgres")
 
 
 @pytest.fixture(scope="session")
