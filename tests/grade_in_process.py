@@ -1,12 +1,24 @@
-"""Grade a submission in this process: the session and the reward rule, without pytest.
+"""Grade a submission in this process, two ways, so tests need no child process per grade.
 
-The operator's command runs each check and gate as a pytest test and `decide()` reads
-their records; this builds the same records straight from a GradingSession, so tests
-that grade hundreds of submissions need no child process per grade. Tests that check
-the command itself still use usd_repair_verifier.scoring.run.run_grade.
+- `grade()`: the session and the reward rule, without pytest. The operator's command runs each
+  check and gate as a pytest test and `decide()` reads their records; this builds the same
+  records straight from a GradingSession (for tests that grade hundreds of submissions and read
+  only the decision).
+- `grade_warm()`: the operator's very session (`pytest checks --case ... --submission ... --out
+  ...` with the sealed arguments: the same plugin, checks, gates and grade.json) run by the warm
+  grader (usd_repair_verifier.regrade.warm) in this process, with the imports and each case's
+  reference paid once per test worker. Its grade.json is the child process's apart from
+  "timings" (tests/test_regrade.py proves it on several cases).
+
+Tests of the command itself (exit codes, arguments such as -n/-k/-p, the CLI, the sealed and
+Harbor contract) still use usd_repair_verifier.scoring.run.run_grade.
 """
 from __future__ import annotations
 
+import atexit
+import json
+import os
+import tempfile
 from concurrent.futures import Future
 from pathlib import Path
 
@@ -14,6 +26,7 @@ from usd_repair_verifier.gates.names import OBJECTIVE_GATES, PRESERVATION_GATES,
 from usd_repair_verifier.profiles.case import Case, load_case
 from usd_repair_verifier.profiles.jsonable import jsonable
 from usd_repair_verifier.scoring.reward import Decision, Expected, TestRecord, decide
+from usd_repair_verifier.scoring.run import RunResult, run_grade
 from usd_repair_verifier.scoring.session import GradingSession
 from usd_repair_verifier.scoring.work_share import LocalWork
 
@@ -44,8 +57,11 @@ def _record(kind: str, ident: str, result: dict) -> TestRecord:
 
 
 def grade(case: Case | Path, submission: Path, validity: Future | None = None) -> Decision:
-    """`validity`: the validity gate's (report, seconds) already computed, or None to run it."""
+    """`validity`: the validity gate's (report, seconds) already computed, or None to run it (in a
+    capped worker forked from this process's validity server, as in the warm grader)."""
     case = case if isinstance(case, Case) else load_case(case)
+    if validity is None:
+        start_validity_server()
     session = GradingSession(case, Path(submission), _ReferenceOnce(str(case.paths.root)), validity)
     records = [_record("check", spec.id, session.measure_check(spec).to_json()) for spec in case.profile.checks]
     records += [_record("validity", r, session.validity_rule(r).to_json()) for r in VALIDITY_RULES]
@@ -58,3 +74,71 @@ def grade(case: Case | Path, submission: Path, validity: Future | None = None) -
         "objective": OBJECTIVE_GATES,
     })
     return decide(records, expected)
+
+
+class _Warm:
+    """The test worker's one warm grader and the log its sessions' terminal output goes to."""
+    grader = None
+    log: Path | None = None
+
+
+def start_validity_server() -> None:
+    """Validity workers fork from a server that imported pxr once (gates/validity_fork.py) instead
+    of each starting an interpreter. The server is process-wide and keeps the environment it was
+    started with: tests/conftest.py stops it after each module that graded here (a later test may
+    set variables its validity workers must see), and the next grade starts it again."""
+    from usd_repair_verifier.gates import validity
+
+    validity.start_fork_server()   # a no-op while it is alive
+
+
+def stop_validity_server() -> None:
+    from usd_repair_verifier.gates import validity
+
+    validity.stop_fork_server()
+
+
+def warm_grader():
+    """This process's warm grader, created on first use (with the validity server)."""
+    from usd_repair_verifier.regrade.warm import WarmGrader
+
+    if _Warm.grader is None:
+        handle, name = tempfile.mkstemp(prefix="usdgrade-warm-", suffix=".log")
+        os.close(handle)
+        _Warm.log = Path(name)
+        _Warm.grader = WarmGrader(log_path=name)
+        atexit.register(_Warm.log.unlink, missing_ok=True)
+    else:
+        start_validity_server()
+    return _Warm.grader
+
+
+def grade_warm(case: Path, submission: Path, out: Path, trajectory: Path | None = None) -> RunResult:
+    """`pytest checks --case CASE --submission SUBMISSION --out OUT` in this process: OUT receives
+    grade.json and reward.json as the session wrote them (reward.json only when it wrote one);
+    stdout is the session's terminal output (pytest's and the summary), stderr is empty (the
+    warm grader sends both streams to one log). A submission that is not a folder goes to the
+    command in a child: the warm grader refuses it as a store's fault, the command grades it."""
+    from usd_repair_verifier.regrade.warm import Item
+
+    if not Path(submission).is_dir():
+        return run_grade(Path(case), Path(submission), Path(out), ("--trajectory", str(trajectory)) if trajectory else ())
+    grader = warm_grader()
+    _Warm.log.write_bytes(b"")
+    item = Item(str(submission), str(Path(case).absolute()), str(Path(submission).absolute()),
+                str(Path(trajectory).absolute()) if trajectory else None)
+    result = grader.grade(item)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, text in (("grade.json", result.grade_text), ("reward.json", result.reward_text)):
+        if text is not None:
+            (out / name).write_text(text, encoding="utf-8")
+    stdout = _Warm.log.read_text(encoding="utf-8", errors="replace")
+    return RunResult(result.exit_code, _parsed(result.grade_text), _parsed(result.reward_text), stdout, "")
+
+
+def _parsed(text: str | None) -> dict | None:
+    try:
+        return json.loads(text) if text is not None else None
+    except ValueError:
+        return None

@@ -2,10 +2,12 @@
 freeze uses inject's manifest, naming collateral differences as such."""
 from __future__ import annotations
 
+import io
 import json
 import shutil
 import subprocess
 import sys
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
@@ -14,15 +16,26 @@ from usd_repair_verifier.profiles.digest import tree_digest
 from usd_repair_verifier.authoring.inject import InjectionError, inject
 from usd_repair_verifier.authoring.inject_targets import list_targets
 from usd_repair_verifier.authoring.manifest import manifest_path, read_manifest
+from usd_repair_verifier.commands import cli
+from tests.grade_in_process import grade_warm
 
 ROOT = Path(__file__).resolve().parent.parent
 CABINET = ROOT / "fixtures" / "assets" / "cabinet_cm"
 HINGE = "/Cabinet/Joints/DoorHinge"
 
 
-def usdgrade(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "usd_repair_verifier.commands.cli", *args], cwd=cwd, capture_output=True, text=True,
-                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+def usdgrade(*args: str) -> subprocess.CompletedProcess:
+    """`usdgrade ARGS`: its entry point called in this process, its output captured (tests/test_cli.py
+    runs the command itself). freeze's self-check grades in this process too (tests/grade_in_process.py)."""
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err), pytest.MonkeyPatch.context() as patch:
+        patch.setattr("usd_repair_verifier.scoring.run.run_grade",
+                      lambda case, submission, grade_out, *more, **options: grade_warm(case, submission, grade_out))
+        try:
+            code = cli.main(list(args))
+        except SystemExit as exit_:
+            code = exit_.code if isinstance(exit_.code, int) else 1
+    return subprocess.CompletedProcess(["usdgrade", *args], code, out.getvalue(), err.getvalue())
 
 
 def test_targets_lists_where_each_kind_can_go_and_why_not():

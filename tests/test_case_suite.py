@@ -1,6 +1,7 @@
 """Every committed case grades as it must: the reference 1.0 with objective
 success, the unchanged input 0, and each single-fault repair strictly between
-with F = (repaired faults' checks) / (all checks)."""
+with F = (repaired faults' checks) / (all checks). Each is the operator's session graded in
+this process by the warm grader (tests/grade_in_process.py)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -10,7 +11,7 @@ import pytest
 from fixtures.build_cases import CASE_TABLE, SEED
 from usd_repair_verifier.authoring.inject import inject
 from usd_repair_verifier.profiles.schema import load_profile
-from usd_repair_verifier.scoring.run import run_grade
+from tests.grade_in_process import grade_warm
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = ROOT / "fixtures" / "cases"
@@ -23,10 +24,10 @@ def test_every_case_in_the_table_is_committed():
 
 @pytest.mark.parametrize("case_id", sorted(CASE_TABLE))
 def test_reference_and_input(case_id, tmp_path):
-    ref = run_grade(CASES / case_id, CASES / case_id / "reference", tmp_path / "ref")
+    ref = grade_warm(CASES / case_id, CASES / case_id / "reference", tmp_path / "ref")
     assert ref.exit_code == 0 and ref.reward == {"authored_usd": 1.0}, (ref.grade or {}).get("reasons")
     assert ref.grade["objective_success"] is True
-    inp = run_grade(CASES / case_id, CASES / case_id / "input", tmp_path / "input")
+    inp = grade_warm(CASES / case_id, CASES / case_id / "input", tmp_path / "input")
     assert inp.exit_code == 0 and inp.reward == {"authored_usd": 0.0}
     assert all(c["passed"] is False for c in inp.grade["checks"])
 
@@ -41,7 +42,7 @@ def test_single_fault_repair_scores_strictly_between(case_id, repaired, tmp_path
     asset, faults = CASE_TABLE[case_id]
     left = [(kind, target) for i, (_, kind, target) in enumerate(faults) if i != repaired]
     inject(ASSETS / asset, tmp_path / "submission", left, SEED)
-    r = run_grade(CASES / case_id, tmp_path / "submission", tmp_path / "out")
+    r = grade_warm(CASES / case_id, tmp_path / "submission", tmp_path / "out")
     g = r.grade
     assert r.exit_code == 0 and g["status"] == "graded", g["reasons"]
     profile = load_profile(CASES / case_id / "profile.json")

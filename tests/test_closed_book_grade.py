@@ -17,7 +17,7 @@ import pytest
 
 from usd_repair_verifier.closed_book import HARBOR_TRAJECTORY
 from usd_repair_verifier.profiles.digest import tree_digest
-from usd_repair_verifier.scoring.run import run_grade
+from tests.grade_in_process import grade_warm
 
 ROOT = Path(__file__).resolve().parent.parent
 CASE = ROOT / "fixtures" / "cases" / "ant_two_joint_faults"
@@ -41,8 +41,8 @@ def closed_book_case(folder: Path, input_doc: str | None = None) -> Path:
 
 
 def grade(case: Path, out: Path, name: str | None) -> tuple[int, dict, dict | None]:
-    extra = ("--trajectory", str(TRAJECTORIES / name / "trajectory.json")) if name else ()
-    result = run_grade(case, DEMO, out, extra)
+    """The grading session in this process (tests/grade_in_process.py); `usdgrade grade` below is the command."""
+    result = grade_warm(case, DEMO, out, TRAJECTORIES / name / "trajectory.json" if name else None)
     assert result.grade is not None, result.stdout[-3000:] + result.stderr[-3000:]
     return result.exit_code, result.grade, result.reward
 
@@ -121,9 +121,12 @@ def test_usdgrade_grade_passes_the_trajectory_and_explain_shows_the_violation_fi
     assert "R = 0.5 F + 0.5 S" in r.stdout and "closed_book_violation: reward 0" in r.stdout
 
 
-def test_freeze_makes_a_closed_book_case_that_its_self_check_can_grade(tmp_path):
+def test_freeze_makes_a_closed_book_case_that_its_self_check_can_grade(tmp_path, monkeypatch):
     # The self-check grades the reference and the input without a trajectory: it must not
-    # be refused as unverified, and the case it writes must still be closed book.
+    # be refused as unverified, and the case it writes must still be closed book. Its two
+    # grades run in this process (the same session as the command's child).
+    monkeypatch.setattr("usd_repair_verifier.scoring.run.run_grade",
+                        lambda case, submission, out, *args, **kwargs: grade_warm(case, submission, out))
     from usd_repair_verifier.authoring.freeze import freeze
     from usd_repair_verifier.profiles.schema import load_profile
 

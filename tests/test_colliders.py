@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import pickle
-import time
 
 import numpy as np
 import pytest
@@ -496,15 +495,15 @@ def test_flat_hull_is_a_surface():
     assert not s.contains(np.array([[0.5, 0.5, 0.01]]), margin=0.001)[0]
 
 
-# --------------------------------------------------------------------------- timing
+# ------------------------------------------------- many solids at once (bench/bench_measures.py times it)
 
 
-def test_containment_timing_10k_points_100_solids():
+def test_inside_any_of_many_solids_is_their_union():
     stage = _stage()
     rng = np.random.Generator(np.random.PCG64(0))
     solids = []
     kinds = ["Cube", "Sphere", "Capsule", "Cylinder", "Cone"]
-    for i in range(100):
+    for i in range(16):
         c = rng.uniform(-1, 1, 3)
         if i % 4 == 3:  # a closed mesh (~2k triangles) or its hull, alternately
             prim = _define(stage, "Sphere", f"/S{i}", radius=0.1)
@@ -517,17 +516,11 @@ def test_containment_timing_10k_points_100_solids():
         xf.AddRotateXYZOp().Set(Gf.Vec3f(*rng.uniform(0, 90, 3)))
         xf.AddScaleOp().Set(Gf.Vec3f(*rng.uniform(0.05, 0.15, 3)))
         solids.append(_solid(prim.GetPrim()))
-    pts = rng.uniform(-1.2, 1.2, (10_000, 3))
-    t0 = time.perf_counter()
+    pts = rng.uniform(-1.2, 1.2, (2_000, 3))
     hit = inside_any(pts, solids, margin=0.0)
-    t1 = time.perf_counter()
     hit_m = inside_any(pts, solids, margin=0.01)
-    t2 = time.perf_counter()
     per_solid = [s.contains(pts, 0.01) for s in solids]
-    t3 = time.perf_counter()
-    print(f"\n[timing] 10k points vs 100 solids: inside_any {1000 * (t1 - t0):.1f} ms, "
-          f"with 1 cm margin {1000 * (t2 - t1):.1f} ms, every solid separately {1000 * (t3 - t2):.1f} ms "
-          f"(share inside {hit.mean():.3f})")
+    assert hit.any()
     assert hit_m.tolist() == np.any(per_solid, axis=0).tolist()
     assert np.all(hit_m[hit])
 

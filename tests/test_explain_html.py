@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from usd_repair_verifier.profiles.case import load_case
+from usd_repair_verifier.commands import cli
 from usd_repair_verifier.commands.explain_html import write_page
 from usd_repair_verifier.commands.explain_pictures import PRIMARY, Highlight, Pictures, highlighted_scene, primary_mask
 from usd_repair_verifier.visual import raster, render
+from tests.grade_in_process import grade_warm
 
 ROOT = Path(__file__).resolve().parent.parent
 CASE = ROOT / "fixtures" / "cases" / "ant_two_joint_faults"
@@ -26,15 +26,13 @@ ITS_CHILD_PART = "/ant/Geometry/torso/front_right_leg/aux_2/Body/right_ankle_geo
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory) -> dict:
     out = tmp_path_factory.mktemp("grade")
-    r = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "checks", "--case", str(CASE),
-                        "--submission", str(DEMO), "--out", str(out), "-q"], cwd=ROOT, capture_output=True, text=True)
-    assert r.returncode == 0, r.stdout[-2000:]
+    r = grade_warm(CASE, DEMO, out)   # the grading session in this process; explain below is the command
+    assert r.exit_code == 0, r.stdout[-2000:]
     grade = json.loads((out / "grade.json").read_text())
     page_dir = tmp_path_factory.mktemp("page")
-    r = subprocess.run([sys.executable, "-m", "usd_repair_verifier.commands.cli", "explain", str(out / "grade.json"), "--html",
-                        "--out", str(page_dir), "--case", str(CASE), "--submission", str(DEMO)],
-                       cwd=ROOT, capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
+    # `usdgrade explain --html`, its entry point called in this process
+    assert cli.main(["explain", str(out / "grade.json"), "--html", "--out", str(page_dir),
+                     "--case", str(CASE), "--submission", str(DEMO)]) == 0
     return {"grade": grade, "dir": page_dir, "html": (page_dir / "index.html").read_text()}
 
 

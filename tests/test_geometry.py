@@ -4,7 +4,6 @@ placement vs shape."""
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 import pytest
@@ -284,20 +283,19 @@ def test_concatenate_soups():
     assert concatenate_soups([None]) is None
 
 
-def test_sampling_timing_300k_triangles():
+def test_sampling_many_random_soups_gives_every_sample():
+    """Random triangle soups (degenerate and overlapping triangles among them); bench/bench_measures.py
+    times 60 of them."""
     rng = np.random.Generator(np.random.PCG64(0))
     soups = []
-    for _ in range(60):
+    for _ in range(4):
         v = rng.random((2600, 3))
         f = rng.integers(0, 2600, size=(5000, 3)).astype(np.int64)
         soups.append(TriangleSoup(v, f))
-    t0 = time.perf_counter()
     total = 0
     for i, s in enumerate(soups):
         total += len(sample_surface(s, 2000, seed=i))
-    dt = time.perf_counter() - t0
-    print(f"\n[timing] sample_surface: 60 bodies, 300k triangles, {total} samples: {dt * 1000:.1f} ms")
-    assert total == 120_000
+    assert total == 8_000
 
 
 # --------------------------------------------------------------------------- agreement

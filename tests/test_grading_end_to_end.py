@@ -2,7 +2,9 @@
 asset (gymnasium's ant through mujoco-usd-converter) and a hand-authored centimetre
 cabinet with a prismatic drawer and a revolute door.
 
-Every run here is the operator's exact command in a child process.
+Runs with arguments (-k, -n 2) are the operator's exact command in a child process; the others
+are its session graded in this process (tests/grade_in_process.py). The determinism test grades
+the same bytes once each way.
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from usd_repair_verifier.authoring.inject import inject
 from usd_repair_verifier.scoring.grade_file import Grade
 from usd_repair_verifier.scoring.run import run_grade
 from tests import variants
+from tests.grade_in_process import grade_warm
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = ROOT / "fixtures" / "cases"
@@ -35,8 +38,12 @@ def figures(grade: dict) -> dict:
     }
 
 
-def grade(case_id: str, submission: Path, out: Path, *args: str):
-    result = run_grade(CASES / case_id, submission, out, tuple(args))
+def grade(case_id: str, submission: Path, out: Path, *args: str, fresh: bool = False):
+    """In this process (the warm grader) unless the run takes arguments or `fresh` asks for a child."""
+    if args or fresh:
+        result = run_grade(CASES / case_id, submission, out, tuple(args))
+    else:
+        result = grade_warm(CASES / case_id, submission, out)
     assert result.grade is not None, result.stdout[-3000:] + result.stderr[-3000:]
     Grade.model_validate_json((out / "grade.json").read_bytes())  # what its model and JSON Schema describe
     return result
@@ -156,11 +163,12 @@ def test_parallel_run_gives_the_serial_figures(case_id, tmp_path):
 
 
 def test_same_bytes_give_the_same_report(case_id, tmp_path):
-    """Determinism: every sampler is seeded from the profile; only timings may differ."""
+    """Determinism: every sampler is seeded from the profile; only timings may differ. One grade
+    in a fresh child, one in this process: the same report either way."""
     asset, faults = CASE_TABLE[case_id]
     submission = tmp_path / "one_repair"
     inject(ROOT / "fixtures" / "assets" / asset, submission, [(k, t) for _, k, t in faults[1:]], SEED)
-    first = grade(case_id, submission, tmp_path / "first").grade
+    first = grade(case_id, submission, tmp_path / "first", fresh=True).grade
     second = grade(case_id, submission, tmp_path / "second").grade
     first.pop("timings"), second.pop("timings")
     assert first == second

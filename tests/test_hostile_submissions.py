@@ -1,10 +1,11 @@
-"""Hostile submissions, end to end through the operator's exact command.
+"""Hostile submissions, end to end through the operator's grading session.
 
 Every submission here is built in tmp_path from a copy of a committed case's
 reference/ (an otherwise perfect repair: only the attack can lower its 1.0) or
-input/ (scores 0), then graded with `usd_repair_verifier.scoring.run.run_grade`, i.e. `pytest checks
---case ... --submission ... --out ...` in a child process. For each:
-- the child exits 0 and the status is never `infrastructure_error` (a hostile
+input/ (scores 0), then graded by `tests.grade_in_process.grade_warm`, i.e. the session of
+`pytest checks --case ... --submission ... --out ...` with the sealed arguments, run in this
+process by the warm grader (its validity gate in a capped child, as in the command). For each:
+- the session exits 0 and the status is never `infrastructure_error` (a hostile
   input is the agent's problem, not the verifier's), and no verifier traceback
   appears outside pytest's FAILURES section (failing checks and gates are
   measurements: their assertion output is expected there);
@@ -34,7 +35,8 @@ from typing import Callable
 import pytest
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
 
-from usd_repair_verifier.scoring.run import RunResult, run_grade
+from usd_repair_verifier.scoring.run import RunResult
+from tests.grade_in_process import grade_warm
 from tests import variants
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -105,7 +107,7 @@ def verifier_tracebacks(r: RunResult) -> list[str]:
 
 
 def grade(name: str, case: Path, submission: Path, out: Path, table: list) -> RunResult:
-    r = run_grade(case, submission, out, timeout=300)
+    r = grade_warm(case, submission, out)
     g = r.grade
     if g is not None:
         reward = r.reward.get("authored_usd") if r.reward else None
@@ -664,7 +666,7 @@ def _stage_metres_per_unit(value: float):
 def test_non_physical_stage_units_are_not_an_infrastructure_error(name, value, tmp_path, outcome_table):
     """A units attack that no honest repair would make: rejected or preservation-failed, reward 0, never a crash."""
     soft, hard = resource.getrlimit(resource.RLIMIT_CORE)
-    resource.setrlimit(resource.RLIMIT_CORE, (0, hard))  # the child inherits it: a crash leaves no core file
+    resource.setrlimit(resource.RLIMIT_CORE, (0, hard))  # a crash leaves no core file
     submission = _stage_metres_per_unit(value)(copy_of(CABINET, "reference", tmp_path), tmp_path)
     r = grade(name, CABINET, submission, tmp_path / "out", outcome_table)
     assert r.reward == {"authored_usd": 0.0}

@@ -1,4 +1,9 @@
-"""Infrastructure errors end to end: `pytest checks --case ... --submission ... --out ...` in a child process.
+"""Infrastructure errors end to end: `pytest checks --case ... --submission ... --out ...`.
+
+A broken case is graded by the session in this process (tests/grade_in_process.py: the
+command's session, exit code and outputs); everything about the command itself (extra
+arguments and plugins, -n 2 workers, where OUT may be, stale outputs) is the command in a
+child process.
 
 A broken case, a digest mismatch, a crashed worker or a check that
 raised instead of measuring is never a score: grade.json says
@@ -22,6 +27,7 @@ import pytest
 
 from usd_repair_verifier.profiles.digest import tree_digest
 from usd_repair_verifier.scoring.run import run_grade
+from tests.grade_in_process import grade_warm
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = ROOT / "fixtures" / "cases"
@@ -49,6 +55,11 @@ def submission(tmp_path) -> Path:
 
 def grade(case: Path, submission: Path, out: Path, *args: str, env: dict | None = None):
     return run_grade(case, submission, out, tuple(args), timeout=TIMEOUT, env=env)
+
+
+def grade_session(case: Path, submission: Path, out: Path):
+    """The grading session in this process: for a broken case, the command's grade and exit code."""
+    return grade_warm(case, submission, out)
 
 
 def debug(result) -> str:
@@ -83,7 +94,7 @@ def test_package_changed_after_freezing_is_a_digest_mismatch(case, submission, t
     layer = case / side / profile[side]["root_layer"]
     layer.write_text(layer.read_text() + "\n# edited after the case was frozen\n")
     out = tmp_path / "out"
-    r = grade(case, submission, out)
+    r = grade_session(case, submission, out)
     cause = assert_infrastructure_error(r, out, "digest", side)
     assert profile[side]["digest"] in cause
     assert not any(c.get("passed") for c in r.grade["checks"])  # nothing was measured
@@ -113,7 +124,7 @@ def _missing_field(profile_path: Path) -> str:
 def test_malformed_profile_is_an_infrastructure_error(case, submission, tmp_path, breaker):
     reason = breaker(case / "profile.json")
     out = tmp_path / "out"
-    r = grade(case, submission, out)
+    r = grade_session(case, submission, out)
     assert_infrastructure_error(r, out, "profile", reason)
     assert r.grade["checks"] == []  # no profile, no checks to report
 
@@ -123,14 +134,14 @@ def test_profile_frozen_for_another_scoring_version(case, submission, tmp_path):
     d["scoring_version"] = "0"
     (case / "profile.json").write_text(json.dumps(d))
     out = tmp_path / "out"
-    r = grade(case, submission, out)
+    r = grade_session(case, submission, out)
     assert_infrastructure_error(r, out, "scoring version", "re-freeze")
 
 
 def test_case_without_input_folder(case, submission, tmp_path):
     shutil.rmtree(case / "input")
     out = tmp_path / "out"
-    r = grade(case, submission, out)
+    r = grade_session(case, submission, out)
     assert_infrastructure_error(r, out, "missing input")
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 import pytest
@@ -588,25 +587,21 @@ def test_instanced_meshes_share_the_hull_cache(monkeypatch):
         assert res[p].mass == approx(res[paths[0]].mass)
 
 
-# ---------------------------------------------------------------- timing
+# ------------------------------------------- several hull bodies (bench/bench_measures.py times 60)
 
 
-def test_timing_60_bodies_with_5k_triangle_hulls(capsys):
+def test_bodies_with_5k_triangle_hulls_all_get_a_mass():
     s = make_stage(1.0)
     base = trimesh.creation.icosphere(subdivisions=4)  # 5120 triangles
     rng = np.random.default_rng(7)
     paths = []
-    for i in range(60):
+    for i in range(3):
         tm = trimesh.Trimesh(base.vertices * rng.uniform(0.5, 1.5, 3), base.faces, process=False)
         body(s, f"/b{i}", translate=(i, 0, 0))
         mesh_prim(s, f"/b{i}/m", tm, approximation="convexHull")
         paths.append(f"/b{i}")
-    t0 = time.perf_counter()
     res = stage_mass_properties(s, paths)
-    dt = time.perf_counter() - t0
     assert all(r is not None and r.mass > 0 for r in res.values())
-    with capsys.disabled():
-        print(f"\n[mass] 60 bodies x 5120-triangle convexHull: {dt * 1e3:.0f} ms total, {dt / 60 * 1e3:.2f} ms/body")
 
 
 def test_triangle_integrator_corrects_inverted_winding():

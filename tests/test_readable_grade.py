@@ -13,6 +13,7 @@ import pytest
 from usd_repair_verifier.scoring.grade_file import Grade
 from usd_repair_verifier.scoring.reward import Expected, Status, TestRecord, decide
 from usd_repair_verifier.scoring.report import explain_lines, summary_lines
+from tests.grade_in_process import grade_warm
 
 ROOT = Path(__file__).resolve().parent.parent
 CASE = ROOT / "fixtures" / "cases" / "ant_two_joint_faults"
@@ -60,8 +61,8 @@ def _written_grade(out: Path) -> dict:
 @pytest.fixture(scope="module")
 def demo_grade(tmp_path_factory) -> dict:
     out = tmp_path_factory.mktemp("demo")
-    r = pytest_run("checks", "--case", str(CASE), "--submission", str(DEMO), "--out", str(out), "-q")
-    assert r.returncode == 0, r.stdout[-2000:]
+    r = grade_warm(CASE, DEMO, out)   # the session of `pytest checks ... -q`, in this process
+    assert r.exit_code == 0, r.stdout[-2000:]
     assert "usdgrade" in r.stdout
     return {"grade": _written_grade(out), "stdout": r.stdout}
 

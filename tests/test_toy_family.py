@@ -61,9 +61,20 @@ from pathlib import Path
 from pxr import Gf, Usd, UsdGeom
 from usd_repair_verifier.authoring.freeze import freeze
 from usd_repair_verifier.profiles.schema import Fault
-from usd_repair_verifier.scoring.run import run_grade
+from usd_repair_verifier.regrade.warm import Item, WarmGrader
+from usd_repair_verifier.scoring import run
 
 work, asset = Path(sys.argv[1]), Path("fixtures/assets/cabinet_cm")
+grader = WarmGrader()   # every grade here (freeze's self-check too) is the sealed session, in this process
+
+
+def run_grade(case, submission, out, *args, **kwargs):
+    done = grader.grade(Item(str(submission), str(Path(case).absolute()), str(Path(submission).absolute())))
+    return run.RunResult(done.exit_code, json.loads(done.grade_text) if done.grade_text else None,
+                         json.loads(done.reward_text) if done.reward_text else None, "", "")
+
+
+run.run_grade = run_grade
 
 def nudged(body, out):
     shutil.copytree(asset, out)
@@ -80,6 +91,7 @@ out = {}
 for name, submission in (("reference", asset), ("input", broken), ("healthy_broken", other)):
     result = run_grade(work / "case", submission, work / ("out_" + name))
     out[name] = {"reward": result.reward, "grade": result.grade, "stderr": result.stderr[-2000:]}
+grader.close()
 print(json.dumps(out))
 '''
 

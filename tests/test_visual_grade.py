@@ -9,14 +9,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-import anthropic
-import httpx2
 import pytest
 
-from usd_repair_verifier.scoring.run import run_grade
 from usd_repair_verifier.visual import cli, judge as judges, rubric as rubrics
 from usd_repair_verifier.visual.grade import AUTHORIZE_ENV, VISUAL_FILE, run_visual
 from usd_repair_verifier.visual.record import VisualRecord
+from tests.grade_in_process import grade_warm
+from tests.lazy_import import LazyModule
+
+anthropic = LazyModule("anthropic")
+httpx2 = LazyModule("httpx2")
 
 REPO = Path(__file__).resolve().parent.parent
 CASE = REPO / "fixtures" / "cases" / "cabinet_drawer_door"
@@ -37,11 +39,41 @@ def every_visual_json_written_matches_its_model(tmp_path):
         VisualRecord.model_validate_json(path.read_bytes())
 
 
+@pytest.fixture(scope="module", autouse=True)
+def renders_once():
+    """Each pair of packages is rendered once per module: these tests grade the same bytes many
+    times, and what they test is the visual grade around the renders (the renderer has its own
+    tests in tests/test_visual_render.py). A later render of the same bytes returns a copy of the
+    first, PNG files written again as the renderer writes them."""
+    import copy
+
+    from usd_repair_verifier.profiles.digest import tree_digest
+    from usd_repair_verifier.visual import render
+
+    real, done = render.render_pair, {}
+
+    def render_pair(reference, candidate, out_dir=None, views=tuple(render.VIEWS), size=render.SIZE):
+        key = (tree_digest(Path(reference)), tree_digest(Path(candidate)), tuple(views), size)
+        if key not in done:
+            done[key] = real(reference, candidate, None, views=views, size=size)
+        result = copy.deepcopy(done[key])
+        if out_dir is not None:
+            Path(out_dir).mkdir(parents=True, exist_ok=True)
+            for role in render.ROLES:
+                for entry in result[role].values():
+                    (Path(out_dir) / entry["file"]).write_bytes(entry["png"])
+        return result
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(render, "render_pair", render_pair)
+        yield
+
+
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    """grade.json of the reference as submission: graded with full objective success."""
+    """grade.json of the reference as submission: graded with full objective success (in this process)."""
     out = tmp_path_factory.mktemp("objective_ref")
-    result = run_grade(CASE, CASE / "reference", out)
+    result = grade_warm(CASE, CASE / "reference", out)
     assert result.grade["status"] == "graded" and result.grade["objective_success"] is True
     return out / "grade.json"
 
@@ -49,7 +81,7 @@ def graded(tmp_path_factory):
 @pytest.fixture(scope="module")
 def input_grade(tmp_path_factory):
     out = tmp_path_factory.mktemp("objective_input")
-    result = run_grade(CASE, CASE / "input", out)
+    result = grade_warm(CASE, CASE / "input", out)
     assert result.grade["objective_success"] is not True
     return out / "grade.json"
 

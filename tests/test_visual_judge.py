@@ -3,24 +3,35 @@ from __future__ import annotations
 
 import json
 
-import anthropic
-import httpx2
+import functools
+
 import pytest
 
 from usd_repair_verifier.visual import judge as judges
 from usd_repair_verifier.visual import render
 from usd_repair_verifier.visual.rubric import score
+from tests.lazy_import import LazyModule
+
+anthropic = LazyModule("anthropic")
+httpx2 = LazyModule("httpx2")
 
 RUBRIC = {"id": "t", "title": "test", "criteria": [
     {"id": "shape", "text": "same shape", "importance": "High"},
     {"id": "parts", "text": "same parts", "importance": "Medium"},
     {"id": "colour", "text": "same colour", "importance": "Low"},
 ]}
-PNG = render.encode_png(render.rasterize(render.Scene(*[__import__("numpy").zeros(s) for s in ((0, 3, 3), (0, 3))],
-                                                      __import__("numpy").zeros(0, dtype=int), 0),
-                                         render.camera("front", render.union_bounds(), 16)))
-IMAGES = [judges.Image(role, view, PNG, render.sha256(PNG)) for role in ("reference", "candidate")
-          for view in ("front", "top")]
+
+
+@functools.cache
+def judged_images() -> list:
+    """Four views of an empty scene, rendered once on first use (never at collection)."""
+    png = render.encode_png(render.rasterize(render.Scene(*[__import__("numpy").zeros(s) for s in ((0, 3, 3), (0, 3))],
+                                                          __import__("numpy").zeros(0, dtype=int), 0),
+                                             render.camera("front", render.union_bounds(), 16)))
+    return [judges.Image(role, view, png, render.sha256(png)) for role in ("reference", "candidate")
+            for view in ("front", "top")]
+
+
 MODEL_ASKED = "claude-test-20250101"
 MODEL_ANSWERED = "claude-test-20250101-served"
 
@@ -73,7 +84,7 @@ def make_judge(server: Server, max_retries: int = 2, answer_retries: int = 2) ->
 
 def test_success_sends_images_schema_and_records_ids():
     server = Server(message(answer({"parts": "fail"})))
-    vote = make_judge(server).vote(RUBRIC, IMAGES)
+    vote = make_judge(server).vote(RUBRIC, judged_images())
     assert {k: v["verdict"] for k, v in vote.verdicts.items()} == {"shape": "pass", "parts": "fail", "colour": "pass"}
     assert vote.verdicts["shape"]["evidence"]["views"] == ["candidate/front"]
     assert vote.request_id == "req_ok" and vote.model == MODEL_ANSWERED
@@ -87,10 +98,10 @@ def test_success_sends_images_schema_and_records_ids():
     entry = schema["properties"]["shape"]
     assert list(entry["properties"]) == ["rationale", "evidence", "verdict"]
     assert entry["properties"]["evidence"]["properties"]["views"]["minItems"] == 1
-    assert entry["properties"]["evidence"]["properties"]["views"]["items"]["enum"] == [i.label for i in IMAGES]
+    assert entry["properties"]["evidence"]["properties"]["views"]["items"]["enum"] == [i.label for i in judged_images()]
     blocks = body["messages"][0]["content"]
     images = [b for b in blocks if b["type"] == "image"]
-    assert len(images) == len(IMAGES) and images[0]["source"]["media_type"] == "image/png"
+    assert len(images) == len(judged_images()) and images[0]["source"]["media_type"] == "image/png"
     assert "temperature" not in body
     # the judge is told what the renders are and are not, and what a difference image is
     text = " ".join(b["text"] for b in blocks if b["type"] == "text") + body["system"]
@@ -102,13 +113,13 @@ def test_success_sends_images_schema_and_records_ids():
 
 def test_rate_limit_then_success_is_retried():
     server = Server(error(429, "rate_limit_error"), message(answer()))
-    vote = make_judge(server).vote(RUBRIC, IMAGES)
+    vote = make_judge(server).vote(RUBRIC, judged_images())
     assert len(server.requests) == 2 and all(v["verdict"] == "pass" for v in vote.verdicts.values())
 
 
 def test_overload_then_success_is_retried():
     server = Server(error(529, "overloaded_error"), error(529, "overloaded_error"), message(answer()))
-    vote = make_judge(server, max_retries=2).vote(RUBRIC, IMAGES)
+    vote = make_judge(server, max_retries=2).vote(RUBRIC, judged_images())
     assert len(server.requests) == 3 and vote.request_id == "req_ok"
 
 
@@ -116,7 +127,7 @@ def test_overload_then_success_is_retried():
 def test_errors_past_the_retries_are_an_error(status, kind):
     server = Server(error(status, kind))
     with pytest.raises(judges.JudgeError) as caught:
-        make_judge(server, max_retries=2).vote(RUBRIC, IMAGES)
+        make_judge(server, max_retries=2).vote(RUBRIC, judged_images())
     assert caught.value.kind == f"http_{status}"
     assert len(server.requests) == 3                     # first try + 2 retries
 
@@ -124,14 +135,14 @@ def test_errors_past_the_retries_are_an_error(status, kind):
 def test_timeout_is_retried_then_an_error():
     server = Server(httpx2.ReadTimeout("slow"))
     with pytest.raises(judges.JudgeError) as caught:
-        make_judge(server, max_retries=1).vote(RUBRIC, IMAGES)
+        make_judge(server, max_retries=1).vote(RUBRIC, judged_images())
     assert caught.value.kind == "timeout" and len(server.requests) == 2
 
 
 def test_non_retryable_client_error():
     server = Server(error(400, "invalid_request_error"))
     with pytest.raises(judges.JudgeError) as caught:
-        make_judge(server).vote(RUBRIC, IMAGES)
+        make_judge(server).vote(RUBRIC, judged_images())
     assert caught.value.kind == "http_400" and len(server.requests) == 1
 
 
@@ -150,7 +161,7 @@ BAD_ANSWERS = [
 def test_bad_answers_are_retried_then_an_error_never_partial(response, kind):
     server = Server(response)
     with pytest.raises(judges.JudgeError) as caught:
-        make_judge(server, answer_retries=2).vote(RUBRIC, IMAGES)
+        make_judge(server, answer_retries=2).vote(RUBRIC, judged_images())
     assert caught.value.kind == kind
     assert caught.value.request_id == "req_ok"           # the failed answer is still identifiable
     assert caught.value.attempts == 3 and len(server.requests) == 3     # first answer + 2 retries
@@ -159,7 +170,7 @@ def test_bad_answers_are_retried_then_an_error_never_partial(response, kind):
 @pytest.mark.parametrize("response,kind", BAD_ANSWERS)
 def test_a_bad_answer_then_a_good_one_is_a_vote(response, kind):
     server = Server(response, message(answer({"parts": "fail"})))
-    vote = make_judge(server).vote(RUBRIC, IMAGES)
+    vote = make_judge(server).vote(RUBRIC, judged_images())
     assert len(server.requests) == 2 and vote.attempts == 2
     assert vote.verdicts["parts"]["verdict"] == "fail"
 
@@ -171,14 +182,14 @@ def test_backoff_between_answer_retries_doubles():
                                  http_client=httpx2.Client(transport=httpx2.MockTransport(server)))
     judge = judges.AnthropicJudge(MODEL_ASKED, client=client, answer_retries=3, backoff_s=0.5, sleep=waits.append)
     with pytest.raises(judges.JudgeError):
-        judge.vote(RUBRIC, IMAGES)
+        judge.vote(RUBRIC, judged_images())
     assert waits == [0.5, 1.0, 2.0]
 
 
 def test_a_refusal_is_not_retried():
     server = Server(message(None, stop="refusal", text=""))
     with pytest.raises(judges.JudgeError) as caught:
-        make_judge(server).vote(RUBRIC, IMAGES)
+        make_judge(server).vote(RUBRIC, judged_images())
     assert caught.value.kind == "refusal" and len(server.requests) == 1
 
 
@@ -198,7 +209,7 @@ def test_an_sdk_fault_at_request_time_is_a_vote_error(monkeypatch):
     client = anthropic.Anthropic(api_key=None, base_url="http://mock",
                                  http_client=httpx2.Client(transport=httpx2.MockTransport(server)))
     with pytest.raises(judges.JudgeError) as caught:
-        judges.AnthropicJudge(MODEL_ASKED, client=client, sleep=lambda s: None).vote(RUBRIC, IMAGES)
+        judges.AnthropicJudge(MODEL_ASKED, client=client, sleep=lambda s: None).vote(RUBRIC, judged_images())
     assert caught.value.kind == "sdk" and not server.requests
 
 
@@ -245,14 +256,14 @@ def test_score_weights_and_unclear_counts_zero():
 
 def test_fake_judge_is_deterministic():
     fake = judges.FakeJudge(rule="fail", mapping={"shape": "pass"})
-    one, two = fake.vote(RUBRIC, IMAGES), fake.vote(RUBRIC, IMAGES)
+    one, two = fake.vote(RUBRIC, judged_images()), fake.vote(RUBRIC, judged_images())
     assert one.verdicts == two.verdicts
     assert {k: v["verdict"] for k, v in one.verdicts.items()} == {"shape": "pass", "parts": "fail", "colour": "fail"}
     assert one.verdicts["shape"]["evidence"]["views"] == ["candidate/front"]
     with pytest.raises(judges.JudgeError):
-        judges.FakeJudge(mapping={"parts": "error"}).vote(RUBRIC, IMAGES)
+        judges.FakeJudge(mapping={"parts": "error"}).vote(RUBRIC, judged_images())
     with pytest.raises(judges.JudgeError):
-        judges.FakeJudge(rule="error").vote(RUBRIC, IMAGES)
+        judges.FakeJudge(rule="error").vote(RUBRIC, judged_images())
     with pytest.raises(ValueError):
         judges.FakeJudge(rule="maybe")
     with pytest.raises(ValueError):

@@ -1,0 +1,110 @@
+"""How long the snapshot's heaviest measures take on synthetic inputs (timings only, no thresholds).
+
+    python bench/bench_measures.py
+
+containment  10k points against 100 collider solids (primitives, closed meshes and their hulls):
+             inside_any, with a 1 cm margin, and every solid separately
+sampling     sample_surface on 60 bodies of 5,000 triangles (300k triangles, 2,000 samples each)
+mass         stage_mass_properties of 60 bodies, each a 5,120-triangle convexHull collider
+
+The tests check what these compute on small inputs (tests/test_colliders.py, test_geometry.py,
+test_mass.py); this prints how long the large ones take.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import numpy as np  # noqa: E402
+import trimesh  # noqa: E402
+from pxr import Gf, Usd, UsdGeom, UsdPhysics  # noqa: E402
+
+from usd_repair_verifier.stage_snapshot.colliders import collider_solid, inside_any, mesh_solid  # noqa: E402
+from usd_repair_verifier.stage_snapshot.geometry import TriangleSoup, prim_triangles, sample_surface  # noqa: E402
+from usd_repair_verifier.stage_snapshot.mass import stage_mass_properties  # noqa: E402
+
+
+def containment_solids(count: int, seed: int = 0) -> list:
+    """Primitives of five kinds, posed at random; every fourth a tessellated sphere, as a closed
+    mesh or as its hull alternately."""
+    stage = Usd.Stage.CreateInMemory()
+    UsdGeom.SetStageMetersPerUnit(stage, 1.0)
+    rng = np.random.Generator(np.random.PCG64(seed))
+    kinds = ["Cube", "Sphere", "Capsule", "Cylinder", "Cone"]
+    solids = []
+    for i in range(count):
+        c = rng.uniform(-1, 1, 3)
+        if i % 4 == 3:
+            prim = UsdGeom.Sphere.Define(stage, f"/S{i}").GetPrim()
+            prim.GetAttribute("radius").Set(0.1)
+            soup = prim_triangles(prim, Gf.Matrix4d().SetTranslate(Gf.Vec3d(*c)), 1.0)
+            solids.append(mesh_solid(soup, "none" if i % 8 == 3 else "convexHull"))
+            continue
+        prim = getattr(UsdGeom, kinds[i % 5]).Define(stage, f"/P{i}").GetPrim()
+        xf = UsdGeom.Xformable(prim)
+        xf.AddTranslateOp().Set(Gf.Vec3d(*c))
+        xf.AddRotateXYZOp().Set(Gf.Vec3f(*rng.uniform(0, 90, 3)))
+        xf.AddScaleOp().Set(Gf.Vec3f(*rng.uniform(0.05, 0.15, 3)))
+        solids.append(collider_solid(prim, UsdGeom.XformCache().GetLocalToWorldTransform(prim), 1.0))
+    return solids
+
+
+def containment() -> str:
+    solids = containment_solids(100)
+    pts = np.random.Generator(np.random.PCG64(0)).uniform(-1.2, 1.2, (10_000, 3))
+    t0 = time.perf_counter()
+    hit = inside_any(pts, solids, margin=0.0)
+    t1 = time.perf_counter()
+    inside_any(pts, solids, margin=0.01)
+    t2 = time.perf_counter()
+    [s.contains(pts, 0.01) for s in solids]
+    t3 = time.perf_counter()
+    return (f"containment  10k points vs 100 solids: inside_any {1000 * (t1 - t0):.1f} ms, with 1 cm margin "
+            f"{1000 * (t2 - t1):.1f} ms, every solid separately {1000 * (t3 - t2):.1f} ms (share inside {hit.mean():.3f})")
+
+
+def sampling() -> str:
+    rng = np.random.Generator(np.random.PCG64(0))
+    soups = [TriangleSoup(rng.random((2600, 3)), rng.integers(0, 2600, size=(5000, 3)).astype(np.int64))
+             for _ in range(60)]
+    t0 = time.perf_counter()
+    total = sum(len(sample_surface(s, 2000, seed=i)) for i, s in enumerate(soups))
+    dt = time.perf_counter() - t0
+    return f"sampling     sample_surface: 60 bodies, 300k triangles, {total} samples: {dt * 1000:.1f} ms"
+
+
+def mass() -> str:
+    stage = Usd.Stage.CreateInMemory()
+    UsdGeom.SetStageMetersPerUnit(stage, 1.0)
+    base = trimesh.creation.icosphere(subdivisions=4)  # 5120 triangles
+    rng = np.random.default_rng(7)
+    paths = []
+    for i in range(60):
+        vertices = base.vertices * rng.uniform(0.5, 1.5, 3)
+        body = UsdGeom.Xform.Define(stage, f"/b{i}")
+        UsdPhysics.RigidBodyAPI.Apply(body.GetPrim())
+        body.AddTranslateOp().Set(Gf.Vec3d(i, 0, 0))
+        mesh = UsdGeom.Mesh.Define(stage, f"/b{i}/m")
+        mesh.CreatePointsAttr([Gf.Vec3f(*map(float, p)) for p in vertices])
+        mesh.CreateFaceVertexCountsAttr([3] * len(base.faces))
+        mesh.CreateFaceVertexIndicesAttr([int(k) for k in base.faces.reshape(-1)])
+        UsdPhysics.CollisionAPI.Apply(mesh.GetPrim())
+        UsdPhysics.MeshCollisionAPI.Apply(mesh.GetPrim()).CreateApproximationAttr("convexHull")
+        paths.append(f"/b{i}")
+    t0 = time.perf_counter()
+    stage_mass_properties(stage, paths)
+    dt = time.perf_counter() - t0
+    return f"mass         60 bodies x 5120-triangle convexHull: {dt * 1e3:.0f} ms total, {dt / 60 * 1e3:.2f} ms/body"
+
+
+def main() -> int:
+    for measure in (containment, sampling, mass):
+        print(measure(), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
