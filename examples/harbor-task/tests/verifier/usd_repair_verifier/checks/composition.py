@@ -19,7 +19,6 @@ def errors(cmp: Comparison, target: str):
 
 
 MEASURES = {"errors": errors}
-COMPOSITION_CHECKS = ("errors",)
 
 
 def targets(reference, measure: str | None = None) -> list[str]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import numpy as np
 
-from usd_repair_verifier.stage_snapshot import geometry
+from usd_repair_verifier.stage_snapshot import surface_fit
 from usd_repair_verifier.stage_snapshot.model import VisualComponent
 
 from .measurement import Comparison, Component, log_ratio
@@ -36,7 +36,7 @@ def _corresponding(ref: VisualComponent, cand: VisualComponent) -> bool:
 
 
 def fit(ref: VisualComponent, cand: VisualComponent, tolerance: float = 0.0, memo: dict | None = None) -> dict:
-    """rotation_deg, translation_m, residual_m of the best rigid fit (memoized per pair in `memo`,
+    """rotation_deg and residual_m of the best rigid fit (memoized per pair in `memo`,
     the comparison's own, so nothing outlives one grade in a process that grades many).
 
     Fast path: identical sampling (same triangles) gives corresponding samples and an
@@ -51,7 +51,7 @@ def fit(ref: VisualComponent, cand: VisualComponent, tolerance: float = 0.0, mem
         return hit[2]
     result = None
     if _corresponding(ref, cand):
-        result = geometry.fit_corresponding(ref.samples, cand.samples)
+        result = surface_fit.fit_corresponding(ref.samples, cand.samples)
     if result is None or result["residual_m"] > tolerance:
         aligned = _surface_fit(ref, cand)
         if result is None or aligned["residual_m"] < result["residual_m"]:
@@ -62,18 +62,18 @@ def fit(ref: VisualComponent, cand: VisualComponent, tolerance: float = 0.0, mem
 
 
 def _surface_fit(ref: VisualComponent, cand: VisualComponent) -> dict:
-    split = geometry.split_placement_and_shape(ref.samples, cand.samples)
+    split = surface_fit.split_placement_and_shape(ref.samples, cand.samples)
     rotation = np.asarray(split["rotation"])
     center = ref.samples.mean(axis=0)
     shift = center + np.asarray(split["translation"]) - rotation @ center   # cand ~ R ref + shift
-    result = {"rotation_deg": float(split["rotation_deg"]), "translation_m": float(split["translation_m"])}
+    result = {"rotation_deg": float(split["rotation_deg"])}
     if ref.surface is None or cand.surface is None:
         result["residual_m"] = float(split["residual"]["mean_distance"])
         return result
     moved_samples = ref.samples @ rotation.T + shift
     moved_vertices = np.asarray(ref.surface[0]) @ rotation.T + shift
-    to_cand = geometry.surface_distances(moved_samples, *cand.surface)
-    to_ref = geometry.surface_distances(cand.samples, moved_vertices, ref.surface[1])
+    to_cand = surface_fit.surface_distances(moved_samples, *cand.surface)
+    to_ref = surface_fit.surface_distances(cand.samples, moved_vertices, ref.surface[1])
     result["residual_m"] = float(0.5 * (to_cand.mean() + to_ref.mean()))
     return result
 

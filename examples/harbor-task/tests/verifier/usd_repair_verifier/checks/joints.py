@@ -223,8 +223,6 @@ MEASURES = {
     "state": state,
     "redundant": redundant,
 }
-# What the objective gate `all_joints` (and preservation of healthy joints) runs on every joint.
-JOINT_CHECKS = ("existence", "graph", "frame", "range", "state")
 
 
 def targets(reference, measure: str | None = None) -> list[str]:

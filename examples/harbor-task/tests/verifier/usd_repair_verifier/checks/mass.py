@@ -85,7 +85,6 @@ def inertia(cmp: Comparison, target: str):
 
 
 MEASURES = {"mass": mass, "center_of_mass": center_of_mass, "inertia": inertia}
-MASS_CHECKS = ("mass", "center_of_mass", "inertia")
 
 
 def targets(reference, measure: str | None = None) -> list[str]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from usd_repair_verifier.stage_snapshot.correspondence import Correspondence
 from usd_repair_verifier.stage_snapshot.model import StageSnapshot
@@ -56,9 +56,6 @@ class Comparison:
     memo: dict = field(default_factory=dict, init=False, compare=False, repr=False)
     # Rigid fits of component pairs (checks/geometry.py), shared by placement and shape.
     fits: dict = field(default_factory=dict, init=False, compare=False, repr=False)
-
-
-MeasureFn = Callable[[Comparison, str], "dict[str, Component] | Unmeasured"]
 
 
 @dataclass

@@ -1,24 +1,30 @@
 """The check families by name, and the one way to run a check.
 
-Adding a family: write its module (MEASURES: name -> pure measure function,
-targets(reference, measure) -> every target the objective gates cover) and list it here
-and in profiles/vocabulary.py. Nothing else changes.
+The families are declared in profiles/families.py; each entry names its module here in
+checks/ (MEASURES: name -> pure measure function; targets(reference, measure) -> every
+target the objective gates cover). Adding a family is that module and that entry.
 """
 from __future__ import annotations
 
-from . import articulation, authoring, bodies, collision, composition, geometry, joints, mass, materials
+from importlib import import_module
+from types import ModuleType
+
+from usd_repair_verifier.profiles import families as table
+
+from . import authoring
 from .measurement import Comparison, Measurement, Unmeasured, grade
 
-FAMILIES = {
-    "joint": joints,
-    "body": bodies,
-    "articulation": articulation,
-    "geometry": geometry,
-    "collision": collision,
-    "mass": mass,
-    "material": materials,
-    "composition": composition,
-}
+
+def _load(family: table.Family) -> ModuleType:
+    module = import_module(f"{__package__}.{family.module}")
+    declared = tuple(m.name for m in family.measures)
+    if tuple(module.MEASURES) != declared:
+        raise ImportError(f"checks/{family.module}.py MEASURES {tuple(module.MEASURES)} differ from the "
+                          f"{family.name} family's measures {declared} in profiles/families.py")
+    return module
+
+
+FAMILIES: dict[str, ModuleType] = {family.name: _load(family) for family in table.FAMILIES}
 
 
 def measure(

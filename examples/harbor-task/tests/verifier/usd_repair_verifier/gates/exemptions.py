@@ -19,9 +19,11 @@ a fault cannot avoid:
 """
 from __future__ import annotations
 
-from usd_repair_verifier.checks import mass
 from usd_repair_verifier.checks.measurement import Comparison
+from usd_repair_verifier.profiles.families import measure_names, preserved_measures
 from usd_repair_verifier.profiles.schema import Profile
+
+from .objective import failed, measure_all
 
 Key = tuple[str, str, str]   # (family, measure, target)
 
@@ -32,6 +34,7 @@ JOINT_KNOCK_ON = {
 }
 # What a fault measured on a body does to the joints attached to it.
 BODY_TO_JOINTS = {("body", "state"): ("graph", "state")}
+MASS = measure_names("mass")   # mass properties come from a body's state, geometry, colliders and materials
 
 
 def exempt_keys(profile: Profile, cmp: Comparison) -> frozenset[Key]:
@@ -42,7 +45,7 @@ def exempt_keys(profile: Profile, cmp: Comparison) -> frozenset[Key]:
             body = component.body if component is not None else None
             if body is not None:
                 keys |= {("collision", "coverage", body), ("collision", "free_space", body)}
-                keys |= {("mass", m, body) for m in mass.MASS_CHECKS} | {("material", "physics", body)}
+                keys |= {("mass", m, body) for m in MASS} | {("material", "physics", body)}
         elif family == "collision":
             keys.add(("material", "physics", target))   # a removed collider has no material to compare
         elif family == "joint":
@@ -52,7 +55,7 @@ def exempt_keys(profile: Profile, cmp: Comparison) -> frozenset[Key]:
                 if target in (joint.body0, joint.body1):
                     keys |= {("joint", m, path) for m in BODY_TO_JOINTS[(family, name)]}
         if target in cmp.reference.bodies:
-            keys |= {("mass", m, target) for m in mass.MASS_CHECKS}
+            keys |= {("mass", m, target) for m in MASS}
     return frozenset(keys)
 
 
@@ -70,3 +73,11 @@ def keeps(exempt: frozenset[Key], family: str, name: str):
 def element_touched(exempt: frozenset[Key], target: str) -> bool:
     """Does some exemption name this element (for gates that compare whole elements)?"""
     return any(t == target for _, _, t in exempt)
+
+
+def preserved_failures(cmp: Comparison, profile: Profile, gate: str) -> list[str]:
+    """Every failing measurement, on a target no fault exempts, of the measures the family
+    table puts under this preservation gate (profiles/families.py)."""
+    exempt = exempt_keys(profile, cmp)
+    return [failure for family, name in preserved_measures(gate)
+            for failure in failed(measure_all(cmp, family, (name,), keeps(exempt, family, name)))]

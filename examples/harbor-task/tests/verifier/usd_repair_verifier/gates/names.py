@@ -7,7 +7,7 @@ that their tables list exactly these names.
 """
 from __future__ import annotations
 
-from .validity import RULES
+from .validity.rules import RULES
 
 # The candidate must also compose and read; checked after the file-level rules.
 STAGE_RULE = "stage_reads"
@@ -28,3 +28,17 @@ PRESERVATION_GATES = (
     "healthy_materials",
 )
 OBJECTIVE_GATES = ("all_joints", "all_bodies", "articulation_preserved", "composition_complete")
+
+
+def _check_family_table() -> None:
+    """Every gate the family table names exists (profiles/families.py is below the gates)."""
+    from usd_repair_verifier.profiles.families import FAMILIES
+    for family in FAMILIES:
+        for m in family.measures:
+            if m.objective_gate not in (None, *OBJECTIVE_GATES):
+                raise ImportError(f"{family.name}.{m.name}: no objective gate {m.objective_gate!r}")
+            if m.preservation_gate not in (None, *PRESERVATION_GATES):
+                raise ImportError(f"{family.name}.{m.name}: no preservation gate {m.preservation_gate!r}")
+
+
+_check_family_table()

@@ -6,21 +6,12 @@ from __future__ import annotations
 
 from typing import Callable
 
-from usd_repair_verifier.checks import articulation, joints, mass, materials
 from usd_repair_verifier.checks.measurement import Comparison, Measurement
 from usd_repair_verifier.checks.registry import FAMILIES, measure
+from usd_repair_verifier.profiles.families import gated_measures
 
 from .names import OBJECTIVE_GATES
 from .results import GateResult, from_failures
-
-# What `all_bodies` runs, over every target each measure has in the reference.
-BODY_FAMILIES = (
-    ("body", ("state", "hierarchy")),
-    ("geometry", ("placement", "shape")),
-    ("collision", ("coverage", "free_space")),
-    ("mass", mass.MASS_CHECKS),   # unmeasured where the reference establishes nothing
-    ("material", materials.MATERIAL_CHECKS),
-)
 
 
 def measure_all(cmp: Comparison, family: str, names: tuple[str, ...],
@@ -39,23 +30,27 @@ def failed(measurements: list[Measurement]) -> list[str]:
     return [f"{m.family}.{m.measure} {m.target}: {m.details}" for m in measurements if m.passed is False]
 
 
+def gated_failures(cmp: Comparison, gate: str) -> list[str]:
+    """Every failing measurement of the measures the family table puts under this gate."""
+    return [failure for family, name in gated_measures(gate) for failure in failed(measure_all(cmp, family, (name,)))]
+
+
 def all_joints(cmp: Comparison) -> GateResult:
     failures = []
     if len(cmp.candidate.joints) != len(cmp.reference.joints):
         failures.append(f"joint count {len(cmp.candidate.joints)} != reference {len(cmp.reference.joints)}")
-    failures += failed(measure_all(cmp, "joint", joints.JOINT_CHECKS))
+    failures += gated_failures(cmp, "all_joints")
     return from_failures("all_joints", failures, f"all {len(cmp.reference.joints)} joints pass", "joint failures")
 
 
 def all_bodies(cmp: Comparison) -> GateResult:
     failures = [f"extra body {p}" for p in cmp.match.extra_bodies]
-    for family, names in BODY_FAMILIES:
-        failures += failed(measure_all(cmp, family, names))
+    failures += gated_failures(cmp, "all_bodies")
     return from_failures("all_bodies", failures, f"all {len(cmp.reference.bodies)} bodies pass", "body failures")
 
 
 def articulation_preserved(cmp: Comparison) -> GateResult:
-    failures = failed([measure(cmp, "articulation", "roots", articulation.WHOLE_ASSET)])
+    failures = gated_failures(cmp, "articulation_preserved")
     n = len(cmp.reference.articulation_roots)
     return from_failures("articulation_preserved", failures, f"{n} articulation root(s), all valid", "articulation failures")
 

@@ -8,22 +8,15 @@ counting gates bound the candidate by the input.
 """
 from __future__ import annotations
 
-from usd_repair_verifier.checks import joints, mass
+from usd_repair_verifier.checks import joints
 from usd_repair_verifier.checks.measurement import Comparison
 from usd_repair_verifier.profiles.schema import Profile
 
 from . import exemptions, scene_preservation
 from .names import PRESERVATION_GATES
-from .objective import failed, measure_all
 from .results import GateResult, from_failures
 
 DOF = {"revolute": 1, "prismatic": 1, "spherical": 3, "fixed": 0, "distance": 5, "d6": None, "custom": None}
-
-
-def _measure_preserved(cmp: Comparison, profile: Profile, family: str, names: tuple[str, ...]):
-    """Every measurement of these names whose (family, measure, target) no fault exempts."""
-    exempt = exemptions.exempt_keys(profile, cmp)
-    return [m for name in names for m in measure_all(cmp, family, (name,), exemptions.keeps(exempt, family, name))]
 
 
 def body_correspondence(cmp: Comparison, profile: Profile) -> GateResult:
@@ -53,21 +46,20 @@ def degrees_of_freedom(cmp: Comparison, profile: Profile) -> GateResult:
 
 
 def healthy_joints(cmp: Comparison, profile: Profile) -> GateResult:
-    failures = failed(_measure_preserved(cmp, profile, "joint", joints.JOINT_CHECKS))
+    failures = exemptions.preserved_failures(cmp, profile, "healthy_joints")
     return from_failures("healthy_joints", failures, "every healthy joint passes its joint checks", "healthy joint failures")
 
 
 def healthy_body_properties(cmp: Comparison, profile: Profile) -> GateResult:
-    failures = failed(_measure_preserved(cmp, profile, "body", ("state",)))
     # Established mass properties only: where the reference authors nothing they are unmeasured.
-    failures += failed(_measure_preserved(cmp, profile, "mass", mass.MASS_CHECKS))
+    failures = exemptions.preserved_failures(cmp, profile, "healthy_body_properties")
     return from_failures("healthy_body_properties", failures, "healthy bodies keep their state and established mass",
                          "body property changes")
 
 
 def retained_visible_components(cmp: Comparison, profile: Profile) -> GateResult:
     """No healthy visible part deleted, hidden (unmatched) or reshaped; none added to a body."""
-    failures = failed(_measure_preserved(cmp, profile, "geometry", ("shape",)))
+    failures = exemptions.preserved_failures(cmp, profile, "retained_visible_components")
     failures += added_body_parts(cmp, profile)
     return from_failures("retained_visible_components", failures,
                          f"all {len(cmp.reference.components)} healthy visible components retained",
@@ -92,7 +84,7 @@ def added_body_parts(cmp: Comparison, profile: Profile) -> list[str]:
 
 def collision_support(cmp: Comparison, profile: Profile) -> GateResult:
     """No healthy body loses (removes, disables, shrinks) its collision."""
-    failures = failed(_measure_preserved(cmp, profile, "collision", ("coverage",)))
+    failures = exemptions.preserved_failures(cmp, profile, "collision_support")
     return from_failures("collision_support", failures, "healthy bodies keep their collision", "collision losses")
 
 

@@ -21,7 +21,6 @@ import math
 
 import numpy as np
 
-from usd_repair_verifier.checks import materials
 from usd_repair_verifier.checks.measurement import Comparison
 from usd_repair_verifier.profiles.schema import Profile
 from usd_repair_verifier.stage_snapshot import scene, spatial
@@ -184,10 +183,7 @@ def simulator_attributes(cmp: Comparison, profile: Profile) -> GateResult:
 
 def healthy_materials(cmp: Comparison, profile: Profile) -> GateResult:
     """Healthy parts keep their resolved surface, healthy bodies their physics materials."""
-    exempt = exemptions.exempt_keys(profile, cmp)
-    failures = []
-    for name in materials.MATERIAL_CHECKS:
-        failures += failed(measure_all(cmp, "material", (name,), exemptions.keeps(exempt, "material", name)))
+    failures = exemptions.preserved_failures(cmp, profile, "healthy_materials")
     return from_failures("healthy_materials", failures, "every healthy surface and physics material kept",
                          "material changes")
 

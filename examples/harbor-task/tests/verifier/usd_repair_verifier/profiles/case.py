@@ -43,10 +43,6 @@ class Case:
     def reference_root_layer(self) -> Path:
         return self.paths.reference / self.profile.reference.root_layer
 
-    @property
-    def input_root_layer(self) -> Path:
-        return self.paths.input / self.profile.input.root_layer
-
 
 def load_case(root: str | Path, verify_digests: bool = True) -> Case:
     paths = CasePaths(Path(root).resolve())

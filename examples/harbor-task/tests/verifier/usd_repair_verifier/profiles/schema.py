@@ -1,16 +1,22 @@
 """The frozen case profile: its schema, loading and validation.
 
-A profile is JSON. Loading validates every field and raises ProfileError with
-the field's name on the first problem, so a malformed case is reported as an
-infrastructure error with a reason an author can act on.
+A profile is JSON. The pydantic models below are its schema (docs/schemas/profile.schema.json is
+generated from them). Loading validates every field and raises ProfileError with the field's name
+on the first problem, so a malformed case is reported as an infrastructure error with a reason an
+author can act on.
 """
 from __future__ import annotations
 
 import json
 import math
 import re
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PlainValidator, StrictBool,
+                      StrictStr, TypeAdapter, ValidationError, ValidationInfo, WithJsonSchema, field_validator,
+                      model_validator)
+from pydantic_core import PydanticCustomError
 
 from . import jsonable
 from .vocabulary import DEFAULT_CORRESPONDENCE, DEFAULT_SAMPLING, DEFAULT_TOLERANCES, FAULT_KINDS, MEASURES
@@ -24,57 +30,149 @@ class ProfileError(ValueError):
     """The profile is malformed: missing field, wrong type, unknown word."""
 
 
-@dataclass(frozen=True)
-class PackageRecord:
-    root_layer: str      # file name of the root layer at the package's top level
-    digest: str          # usd_repair_verifier.profiles.digest.tree_digest of the package folder
+def _problem(message: str, *at: str | int) -> PydanticCustomError:
+    """A validation problem; `at` continues the field's location (an item, a key) in the message."""
+    return PydanticCustomError("profile", "{message}", {"message": message, "at": at})
 
 
-@dataclass(frozen=True)
-class Fault:
-    id: str
-    kind: str
-    target: str          # reference prim path, or "*" for the whole asset
-    note: str = ""
+def _number(value: Any) -> int | float:
+    """A JSON number (ints stay ints, so a profile writes back the bytes it was read from), or
+    "inf"/"-inf", the strings jsonable writes for non-finite errors. NaN and booleans are not numbers."""
+    if isinstance(value, str) and value in ("inf", "-inf"):
+        return float(value)
+    if not isinstance(value, (bool, str)) and hasattr(value, "item"):  # a numpy scalar, from a measurement
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (isinstance(value, float) and math.isnan(value)):
+        raise _problem(f"expected a number, got {value!r}")
+    return value
 
 
-@dataclass(frozen=True)
-class CheckSpec:
-    id: str
-    fault: str
-    family: str
-    measure: str
-    target: str
-    input_error: dict    # component -> the broken input's error, frozen for semantic progress
+Number = Annotated[int | float, PlainValidator(_number),
+                   WithJsonSchema({"anyOf": [{"type": "number"}, {"enum": ["inf", "-inf"]}]})]
+NumberMap = dict[str, Number]
+
+# A namespace is one or more USD identifiers joined by ':' ("myengine", "myengine:solver").
+NAMESPACE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(:[A-Za-z_][A-Za-z0-9_]*)*")
 
 
-@dataclass(frozen=True)
-class Profile:
-    id: str
-    version: str
-    scoring_version: str
+def _namespace(token: str) -> str:
+    if not NAMESPACE.fullmatch(token):
+        raise _problem("expected a namespace such as 'myengine' or 'myengine:solver' "
+                       f"(identifiers joined by ':', no trailing ':'), got {token!r}")
+    return token
+
+
+Namespace = Annotated[StrictStr, AfterValidator(_namespace),
+                      WithJsonSchema({"type": "string", "pattern": f"^{NAMESPACE.pattern}$"})]
+# Sorted and without duplicates: the same set of namespaces is the same profile.
+Namespaces = Annotated[tuple[Namespace, ...], AfterValidator(lambda tokens: tuple(sorted(set(tokens))))]
+
+
+def _with_defaults(defaults: dict):
+    """A map given in part keeps the defaults of the keys it leaves out."""
+    return AfterValidator(lambda given: {**defaults, **given})
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+
+class PackageRecord(_Model):
+    root_layer: StrictStr = Field(description="file name of the root layer at the package's top level",
+                                  json_schema_extra={"pattern": r"^[^/\\]+$"})
+    digest: StrictStr = Field(description="usd_repair_verifier.profiles.digest.tree_digest of the package folder")
+
+    @field_validator("root_layer")
+    @classmethod
+    def _top_level(cls, name: str) -> str:
+        if "/" in name or "\\" in name:
+            raise _problem("must be a file name at the package's top level")
+        return name
+
+
+class Fault(_Model):
+    id: StrictStr
+    kind: StrictStr = Field(description="a fault kind (profiles/vocabulary.py FAULT_KINDS)",
+                            json_schema_extra={"enum": sorted(FAULT_KINDS)})
+    target: StrictStr = Field(description='reference prim path, or "*" for the whole asset')
+    note: StrictStr = ""
+
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, kind: str) -> str:
+        if kind not in FAULT_KINDS:
+            raise _problem(f"unknown fault kind '{kind}' (known: {', '.join(sorted(FAULT_KINDS))})")
+        return kind
+
+
+class CheckSpec(_Model):
+    id: StrictStr
+    fault: StrictStr = Field(description="the id of the fault this check measures the repair of")
+    family: StrictStr
+    measure: StrictStr
+    target: StrictStr
+    input_error: NumberMap = Field(description="component -> the broken input's error, frozen for semantic progress")
+
+    @model_validator(mode="after")
+    def _known_check(self) -> CheckSpec:
+        if self.measure not in MEASURES.get(self.family, ()):
+            raise _problem(f"unknown check '{self.family}.{self.measure}'")
+        return self
+
+
+class Profile(_Model):
+    model_config = ConfigDict(json_schema_extra=lambda schema: _envelope(schema))
+
+    id: StrictStr
+    version: Annotated[StrictStr, BeforeValidator(lambda v: str(v) if type(v) is int else v),
+                       WithJsonSchema({"type": ["string", "integer"], "description": "an integer is read as its text"})]
+    scoring_version: StrictStr
     reference: PackageRecord
     input: PackageRecord
     faults: tuple[Fault, ...]
     checks: tuple[CheckSpec, ...]
-    tolerances: dict = field(default_factory=lambda: dict(DEFAULT_TOLERANCES))
-    sampling: dict = field(default_factory=lambda: dict(DEFAULT_SAMPLING))
-    limits: dict = field(default_factory=dict)
-    correspondence: dict = field(default_factory=lambda: dict(DEFAULT_CORRESPONDENCE))
-    input_state: dict = field(default_factory=dict)   # joint_count, composition_errors of the input
+    tolerances: Annotated[NumberMap, _with_defaults(DEFAULT_TOLERANCES)] = Field(
+        default_factory=lambda: dict(DEFAULT_TOLERANCES))
+    sampling: Annotated[NumberMap, _with_defaults(DEFAULT_SAMPLING)] = Field(
+        default_factory=lambda: dict(DEFAULT_SAMPLING))
+    limits: NumberMap = Field(default_factory=dict)
+    correspondence: Annotated[NumberMap, _with_defaults(DEFAULT_CORRESPONDENCE)] = Field(
+        default_factory=lambda: dict(DEFAULT_CORRESPONDENCE))
+    input_state: NumberMap = Field(default_factory=dict, description="joint_count, composition_errors of the input")
     # Closed book: the grade also reads the agent's trajectory (closed_book/). allowed_urls:
     # the instruction's URLs, which the agent was given and may write back.
-    closed_book: bool = False
-    allowed_urls: tuple[str, ...] = ()
+    closed_book: StrictBool = False
+    allowed_urls: tuple[StrictStr, ...] = ()
     # Attribute namespaces preserved like the built-in simulator ones (physics:, physx*, mjc:,
     # newton:): an engine's own attributes, e.g. "myengine" for every "myengine:..." attribute.
-    preserved_namespaces: tuple[str, ...] = ()
+    preserved_namespaces: Namespaces = ()
+
+    @field_validator("faults")
+    @classmethod
+    def _unique_faults(cls, faults: tuple[Fault, ...]) -> tuple[Fault, ...]:
+        ids = [f.id for f in faults]
+        if len(set(ids)) != len(ids):
+            raise _problem("fault ids must be unique")
+        return faults
+
+    @field_validator("checks")
+    @classmethod
+    def _checks_of_known_faults(cls, checks: tuple[CheckSpec, ...], info: ValidationInfo) -> tuple[CheckSpec, ...]:
+        if not checks:
+            raise _problem("a case needs at least one targeted check")
+        ids = [c.id for c in checks]
+        if len(set(ids)) != len(ids):
+            raise _problem("check ids must be unique")
+        fault_ids = {f.id for f in info.data.get("faults", ())}
+        for i, check in enumerate(checks):
+            if "faults" in info.data and check.fault not in fault_ids:
+                raise _problem(f"no fault '{check.fault}'", i, "fault")
+        return checks
 
     def to_json(self) -> dict:
-        d = asdict(self)
-        d = {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, **d}
-        d["faults"] = [asdict(f) for f in self.faults]
-        d["checks"] = [asdict(c) for c in self.checks]
+        d = {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, **self.model_dump()}
+        d["faults"] = [f.model_dump() for f in self.faults]
+        d["checks"] = [c.model_dump() for c in self.checks]
         d["allowed_urls"] = list(self.allowed_urls)
         # Written only when set: a profile without extra namespaces keeps the bytes (and so the
         # digest) it had before the field existed.
@@ -93,39 +191,46 @@ class Profile:
         return {f.target for f in self.faults}
 
 
-# A namespace is one or more USD identifiers joined by ':' ("myengine", "myengine:solver").
-NAMESPACE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(:[A-Za-z_][A-Za-z0-9_]*)*")
+def _envelope(schema: dict) -> None:
+    """profile.json's first two fields name its format; loading checks them before the profile's own."""
+    schema["properties"] = {"schema": {"const": SCHEMA}, "schema_version": {"const": SCHEMA_VERSION},
+                            **schema["properties"]}
+    schema["required"] = ["schema", "schema_version", *schema["required"]]
+
+
+# How a type error reads: what the field expects.
+EXPECTED = {
+    "string_type": "str", "int_type": "int", "bool_type": "true or false", "list_type": "a list",
+    "tuple_type": "a list", "dict_type": "an object", "model_type": "an object", "model_attributes_type": "an object",
+}
+
+
+def problem_text(error: ValidationError, root: str) -> str:
+    """The first problem of a validation, as `root.field[i].key: what is wrong`."""
+    first = error.errors(include_url=False)[0]
+    ctx = first.get("ctx") or {}
+    loc = (*first["loc"], *ctx.get("at", ()))
+    if first["type"] == "missing":
+        return f"{_where(root, loc[:-1])}: missing field '{loc[-1]}'"
+    where = _where(root, loc)
+    if first["type"] in EXPECTED:
+        return f"{where}: expected {EXPECTED[first['type']]}, got {type(first['input']).__name__}"
+    return f"{where}: {ctx.get('message', first['msg'])}"
+
+
+def _where(root: str, loc: tuple) -> str:
+    return root + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc)
+
+
+_NAMESPACES = TypeAdapter(Namespaces)
 
 
 def preserved_namespaces_from_json(value, where: str = "profile.preserved_namespaces") -> tuple[str, ...]:
     """Namespace tokens, sorted and without duplicates; anything else is a ProfileError."""
-    if not isinstance(value, list):
-        raise ProfileError(f"{where}: expected a list of attribute namespaces, got {type(value).__name__}")
-    for i, token in enumerate(value):
-        if not isinstance(token, str) or not NAMESPACE.fullmatch(token):
-            raise ProfileError(f"{where}[{i}]: expected a namespace such as 'myengine' or 'myengine:solver' "
-                               f"(identifiers joined by ':', no trailing ':'), got {token!r}")
-    return tuple(sorted(set(value)))
-
-
-def _require(d: dict, key: str, kind, where: str):
-    if key not in d:
-        raise ProfileError(f"{where}: missing field '{key}'")
-    value = d[key]
-    if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool) and kind in (int, float)):
-        raise ProfileError(f"{where}.{key}: expected {getattr(kind, '__name__', kind)}, got {type(value).__name__}")
-    return value
-
-
-def _number_map(d: dict, where: str) -> dict:
-    if not isinstance(d, dict):
-        raise ProfileError(f"{where}: expected an object")
-    for k, v in d.items():
-        if isinstance(v, str) and v in ("inf", "-inf"):
-            continue
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or (isinstance(v, float) and math.isnan(v)):
-            raise ProfileError(f"{where}.{k}: expected a number, got {v!r}")
-    return {k: float(v) if isinstance(v, str) else v for k, v in d.items()}
+    try:
+        return _NAMESPACES.validate_python(value)
+    except ValidationError as error:
+        raise ProfileError(problem_text(error, where)) from None
 
 
 def profile_from_json(d: dict) -> Profile:
@@ -135,71 +240,10 @@ def profile_from_json(d: dict) -> Profile:
         raise ProfileError(f"profile.schema: expected '{SCHEMA}', got {d.get('schema')!r}")
     if d.get("schema_version") != SCHEMA_VERSION:
         raise ProfileError(f"profile.schema_version: this verifier reads {SCHEMA_VERSION}, got {d.get('schema_version')!r}")
-    packages = {}
-    for side in ("reference", "input"):
-        rec = _require(d, side, dict, "profile")
-        packages[side] = PackageRecord(
-            _require(rec, "root_layer", str, f"profile.{side}"), _require(rec, "digest", str, f"profile.{side}")
-        )
-        if "/" in packages[side].root_layer or "\\" in packages[side].root_layer:
-            raise ProfileError(f"profile.{side}.root_layer: must be a file name at the package's top level")
-    faults = []
-    for i, f in enumerate(_require(d, "faults", list, "profile")):
-        where = f"profile.faults[{i}]"
-        if not isinstance(f, dict):
-            raise ProfileError(f"{where}: expected an object")
-        kind = _require(f, "kind", str, where)
-        if kind not in FAULT_KINDS:
-            raise ProfileError(f"{where}.kind: unknown fault kind '{kind}' (known: {', '.join(sorted(FAULT_KINDS))})")
-        faults.append(Fault(_require(f, "id", str, where), kind, _require(f, "target", str, where), f.get("note", "")))
-    fault_ids = [f.id for f in faults]
-    if len(set(fault_ids)) != len(fault_ids):
-        raise ProfileError("profile.faults: fault ids must be unique")
-    checks = []
-    for i, c in enumerate(_require(d, "checks", list, "profile")):
-        where = f"profile.checks[{i}]"
-        if not isinstance(c, dict):
-            raise ProfileError(f"{where}: expected an object")
-        family = _require(c, "family", str, where)
-        measure = _require(c, "measure", str, where)
-        if measure not in MEASURES.get(family, ()):
-            raise ProfileError(f"{where}: unknown check '{family}.{measure}'")
-        fault = _require(c, "fault", str, where)
-        if fault not in fault_ids:
-            raise ProfileError(f"{where}.fault: no fault '{fault}'")
-        checks.append(CheckSpec(
-            _require(c, "id", str, where), fault, family, measure, _require(c, "target", str, where),
-            _number_map(_require(c, "input_error", dict, where), f"{where}.input_error"),
-        ))
-    check_ids = [c.id for c in checks]
-    if len(set(check_ids)) != len(check_ids):
-        raise ProfileError("profile.checks: check ids must be unique")
-    if not checks:
-        raise ProfileError("profile.checks: a case needs at least one targeted check")
-    tolerances = {**DEFAULT_TOLERANCES, **_number_map(d.get("tolerances", {}), "profile.tolerances")}
-    closed_book = d.get("closed_book", False)
-    if not isinstance(closed_book, bool):
-        raise ProfileError(f"profile.closed_book: expected true or false, got {closed_book!r}")
-    allowed = d.get("allowed_urls", [])
-    if not isinstance(allowed, list) or not all(isinstance(u, str) for u in allowed):
-        raise ProfileError("profile.allowed_urls: expected a list of strings")
-    return Profile(
-        id=_require(d, "id", str, "profile"),
-        version=str(_require(d, "version", (str, int), "profile")),
-        scoring_version=_require(d, "scoring_version", str, "profile"),
-        reference=packages["reference"],
-        input=packages["input"],
-        faults=tuple(faults),
-        checks=tuple(checks),
-        tolerances=tolerances,
-        sampling={**DEFAULT_SAMPLING, **_number_map(d.get("sampling", {}), "profile.sampling")},
-        limits=_number_map(d.get("limits", {}), "profile.limits"),
-        correspondence={**DEFAULT_CORRESPONDENCE, **_number_map(d.get("correspondence", {}), "profile.correspondence")},
-        input_state=_number_map(d.get("input_state", {}), "profile.input_state"),
-        closed_book=closed_book,
-        allowed_urls=tuple(allowed),
-        preserved_namespaces=preserved_namespaces_from_json(d.get("preserved_namespaces", [])),
-    )
+    try:
+        return Profile.model_validate(d)
+    except ValidationError as error:
+        raise ProfileError(problem_text(error, "profile")) from None
 
 
 def load_profile(path: str | Path) -> Profile:

@@ -66,6 +66,7 @@ class RunState:
     background: ThreadPoolExecutor | None = None
     trajectory: str | None = None          # --trajectory, for a closed-book case
     closed_book: dict | None = None        # the verdict as grade.json records it
+    json_report: dict | None = None        # pytest-json-report's report of every test (ReportReceiver)
 
     def expected(self) -> Expected:
         profile = self.case.profile
@@ -77,8 +78,21 @@ class RunState:
         })
 
 
+class ReportReceiver:
+    """Takes pytest-json-report's report through its public hook, which it calls in its
+    sessionfinish (tryfirst) once the report is complete: before ours (trylast) reads it."""
+
+    def __init__(self, state: RunState) -> None:
+        self.state = state
+
+    @pytest.hookimpl(optionalhook=True)  # the hook's spec arrives with json-report's configure
+    def pytest_json_modifyreport(self, json_report: dict) -> None:
+        self.state.json_report = json_report
+
+
 STATE = pytest.StashKey[RunState]()
-# Set by a process that grades many submissions (scoring/warm.py): reference snapshots it keeps.
+RECEIVER = "usdgrade-json-report-receiver"
+# Set by a process that grades many submissions (regrade/warm.py): reference snapshots it keeps.
 REFERENCES = pytest.StashKey["ReferenceCache"]()
 
 
@@ -140,6 +154,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.args.append(str(GATES_DIR))
 
     if not is_worker(config):
+        config.pluginmanager.register(ReportReceiver(state), RECEIVER)
         outputs.remove_stale(state.out)
         limit = config.getoption("time_limit")
         if limit:
@@ -280,7 +295,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     if state.timer is not None:
         state.timer.cancel()
-    json_report = getattr(getattr(config, "_json_report", None), "report", None)
+    json_report = state.json_report
     case_error = state.case_error
     if case_error is None and json_report is None:
         case_error = "pytest-json-report produced no report (is the plugin installed and enabled?)"
@@ -324,6 +339,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(STATE, None)
     if state is None:
         return
+    receiver = config.pluginmanager.get_plugin(RECEIVER)
+    if receiver is not None:
+        config.pluginmanager.unregister(receiver)
     if state.background is not None:
         state.background.shutdown(wait=True)
     if state.shared_folder is not None:

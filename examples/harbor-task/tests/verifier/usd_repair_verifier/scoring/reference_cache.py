@@ -10,7 +10,7 @@ Entries are stored pickled and every hit is a fresh unpickled copy, so a measure
 memoizes on a snapshot object can never carry anything from one grade into the next
 (the copy is what a shared `-n N` run hands between workers, too). Least recently used
 entries go first once the pickles pass `max_bytes`. The reference-only free-space samples
-are filled in before an entry is stored, so copies carry them.
+are computed (usd_repair_verifier.stage_snapshot.parts.with_free_space) before an entry is stored, so copies carry them.
 """
 from __future__ import annotations
 
@@ -46,19 +46,20 @@ class ReferenceCache:
         self.hits += 1
         return pickle.loads(data)  # our own pickle, made in this process from a snapshot we read
 
-    def put(self, key: tuple, snapshot) -> None:
-        # The free-space samples depend on the reference alone (its colliders and the profile's
-        # seed) and are its most expensive memo: computed once here, every later grade of the
-        # case gets them with its copy instead of sampling again. Same function, same inputs:
-        # the same arrays a lazy first use would make.
-        from usd_repair_verifier.stage_snapshot.parts import free_space  # pxr: only once grading
+    def put(self, key: tuple, snapshot):
+        """Keep the reference and return it with its free-space samples computed ahead.
 
-        for body in sorted({c.body for c in snapshot.colliders.values() if c.body}):
-            free_space(snapshot, body)
+        They depend on the reference alone (its colliders and the profile's seed) and are its
+        most expensive part: computed once here, every later grade of the case gets them with
+        its copy instead of sampling again (the same function on the same inputs)."""
+        from usd_repair_verifier.stage_snapshot.parts import with_free_space  # pxr: only once grading
+
+        snapshot = with_free_space(snapshot)
         data = pickle.dumps(snapshot, protocol=pickle.HIGHEST_PROTOCOL)
         if len(data) > self.max_bytes:
-            return
+            return snapshot
         self._entries[key] = data
         self._entries.move_to_end(key)
         while self.size_bytes > self.max_bytes:
             self._entries.popitem(last=False)
+        return snapshot

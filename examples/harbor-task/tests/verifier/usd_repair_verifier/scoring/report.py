@@ -9,7 +9,8 @@ from usd_repair_verifier.profiles.digest import tree_digest
 from usd_repair_verifier.profiles.schema import SCORING_VERSION
 
 from . import VERIFIER_VERSION
-from .reward import REWARD_CAP, Decision, TestRecord, results_by_kind
+from .reward import (REWARD_CAP, WEIGHT_F, WEIGHT_S, ZEROED, Decision, TestRecord, raw_reward, results_by_kind,
+                     reward_from)
 
 # Hashing a hostile submission must stay cheap: beyond this many bytes it is not hashed.
 MAX_DIGEST_BYTES = 1 << 30
@@ -222,12 +223,14 @@ def arithmetic(grade: dict) -> str | None:
     f, s = grade.get("targeted_repair_fraction"), grade.get("targeted_semantic_score")
     if f is None or s is None:
         return None
-    r = 0.5 * f + 0.5 * s
-    how = f"R = 0.5 F + 0.5 S = 0.5 x {f:.4f} + 0.5 x {s:.4f} = {r:.4f}"
-    if status in ("invalid", "preservation_failed", "closed_book_violation", "closed_book_unverified"):
-        return how + f"; {status}: reward 0"
-    if grade.get("objective_success") is False:
-        if r > REWARD_CAP:
+    r = raw_reward(f, s)
+    how = f"R = {WEIGHT_F:g} F + {WEIGHT_S:g} S = {WEIGHT_F:g} x {f:.4f} + {WEIGHT_S:g} x {s:.4f} = {r:.4f}"
+    objective = grade.get("objective_success")
+    value = reward_from(f, s, status, objective)
+    if status in ZEROED:
+        return how + f"; {status}: reward {value:g}"
+    if objective is False:
+        if value < r:
             return how + f"; an objective gate failed: capped at {REWARD_CAP:g}"
         return how + f"; an objective gate failed, but R is below the cap {REWARD_CAP:g}: reward R"
     return how

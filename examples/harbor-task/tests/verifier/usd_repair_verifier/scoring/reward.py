@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 
 REWARD_CAP = 0.99
+WEIGHT_F = WEIGHT_S = 0.5   # R = WEIGHT_F F + WEIGHT_S S
 INFRASTRUCTURE_EXIT = 3
 
 
@@ -156,8 +157,25 @@ def semantic_score(checks: dict[str, dict]) -> float:
     return sum(float(m.get("progress") or 0.0) for m in checks.values()) / len(checks) if checks else 0.0
 
 
-def reward(fraction: float, semantic: float, objective_success: bool) -> float:
-    r = 0.5 * fraction + 0.5 * semantic
+def raw_reward(fraction: float, semantic: float) -> float:
+    """R = 0.5 F + 0.5 S: the measured repair, before the gates and the cap."""
+    return WEIGHT_F * fraction + WEIGHT_S * semantic
+
+
+# Statuses whose reward is 0 whatever was measured: a gate or the closed-book rule withholds it.
+ZEROED = (Status.INVALID, Status.PRESERVATION_FAILED, Status.CLOSED_BOOK_VIOLATION, Status.CLOSED_BOOK_UNVERIFIED)
+
+
+def reward_from(fraction: float | None, semantic: float | None, status: Status | str,
+                objective_success: bool | None) -> float | None:
+    """The reward rule (README, "Reward"): None for a partial run, 0 for an infrastructure error
+    (the fallback, not a score) and for a zeroed status, else R, capped at REWARD_CAP unless every
+    objective gate passed. `status` may be a Status or its value, as grade.json writes it."""
+    if status == Status.PARTIAL:
+        return None
+    if status == Status.INFRASTRUCTURE_ERROR or status in ZEROED:
+        return 0.0
+    r = raw_reward(fraction, semantic)
     return r if objective_success else min(r, REWARD_CAP)
 
 
@@ -184,21 +202,23 @@ def decide(records: list[TestRecord], expected: Expected, case_error: str | None
 
     valid = all_passed(found["validity"])
     if not valid:
-        return Decision(Status.INVALID, 0.0, submission_valid=False, targeted_repair_fraction=fraction,
-                        targeted_semantic_score=semantic, reasons=failing_gates(found["validity"]))
+        return Decision(Status.INVALID, reward_from(fraction, semantic, Status.INVALID, None),
+                        submission_valid=False, targeted_repair_fraction=fraction, targeted_semantic_score=semantic,
+                        reasons=failing_gates(found["validity"]))
     preserved = all_passed(found["preservation"])
     objective_ok = all_passed(found["objective"])
+    status = Status.GRADED if preserved else Status.PRESERVATION_FAILED
     if not preserved:
-        return Decision(Status.PRESERVATION_FAILED, 0.0, True, False, objective_ok, fraction, semantic,
-                        reasons=failing_gates(found["preservation"]))
-    value = reward(fraction, semantic, objective_ok)
-    return Decision(Status.GRADED, value, True, True, objective_ok, fraction, semantic,
-                    reasons=[] if objective_ok else objective_reasons(fraction, semantic, found["objective"]))
+        reasons = failing_gates(found["preservation"])
+    else:
+        reasons = [] if objective_ok else objective_reasons(fraction, semantic, found["objective"])
+    return Decision(status, reward_from(fraction, semantic, status, objective_ok), True, preserved, objective_ok,
+                    fraction, semantic, reasons=reasons)
 
 
 def objective_reasons(fraction: float, semantic: float, objective: dict[str, dict]) -> list[str]:
     """Why the objective failed, and whether that cost anything: the cap binds only above it."""
-    raw = 0.5 * fraction + 0.5 * semantic
+    raw = raw_reward(fraction, semantic)
     if raw > REWARD_CAP:
         prefix = f"capped at {REWARD_CAP:g} (R {raw:.4f}): objective not met: "
     else:
@@ -220,5 +240,7 @@ def apply_closed_book(decision: Decision, verdict_status: str | None, reason: st
     if status is None or decision.status in (Status.PARTIAL, Status.INFRASTRUCTURE_ERROR):
         return dataclasses.replace(decision, raw_authored_usd=raw)
     why = f"{status.value}: reward 0 (measured {raw:.4f}, status {decision.status.value}): {reason}"
-    return dataclasses.replace(decision, status=status, authored_usd=0.0, raw_authored_usd=raw,
+    zeroed = reward_from(decision.targeted_repair_fraction, decision.targeted_semantic_score, status,
+                         decision.objective_success)
+    return dataclasses.replace(decision, status=status, authored_usd=zeroed, raw_authored_usd=raw,
                                reasons=[why, *decision.reasons])

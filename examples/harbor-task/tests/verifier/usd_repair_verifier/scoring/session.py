@@ -140,7 +140,7 @@ class GradingSession:
             except StageOpenError as error:
                 raise CaseError(f"the reference does not open: {error}") from error
             if key is not None:
-                self.references.put(key, snapshot)
+                snapshot = self.references.put(key, snapshot)  # with its free-space samples
         return snapshot, round(time.perf_counter() - start, 6)
 
     def _read_submission(self) -> SubmissionRead:

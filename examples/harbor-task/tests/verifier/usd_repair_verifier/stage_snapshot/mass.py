@@ -70,20 +70,13 @@ What ComputeMassProperties expects and returns (measured on usd-core 26.11)
   principal axes come back as *uninitialised memory* unless authored (this
   module substitutes the identity and notes it).
 
-Shape rules follow UsdPhysics' own parser (``UsdPhysicsLoadStageFromPrimRange``):
-scale is the collider's world ``Gf.Transform`` scale, baked into the shape
-(sphere radius * max|s|; cube half extents * |s|; capsule/cylinder/cone radius
-* max of the two off-axis |s|, height * |s_axis|; mesh points * s), and the
-local position is the collider's translation relative to the body multiplied
-by the body's scale.  Mesh colliders by ``physics:approximation``:
-convexHull / convexDecomposition -> convex hull of the (scaled) points;
-none / meshSimplification -> the mesh itself when watertight with consistent
-winding, else the convex hull (noted); boundingCube -> the axis-aligned box of
-the points in the mesh frame; boundingSphere -> the minimal enclosing sphere;
-anything else is treated as none (noted).  Capsule_1 / Cylinder_1 with equal
-radii are analytic, with unequal radii a tessellated convex hull (noted).
-Hulls / mesh mass properties are cached per (mesh prim, or its prototype
-prim for instance proxies; approximation; scale) within one context.
+Per-collider shapes (mass_shapes.py) follow UsdPhysics' own parser for scale and local
+pose: the local position is the collider's translation relative to the body multiplied by the
+body's scale. Mesh colliders use the one collider model that collision uses too
+(collider_model.py): by ``physics:approximation``, the closed mesh, its convex hull, the hulls
+of its components, its bounding cube or its smallest bounding sphere. Mesh models are built
+once per mesh (per prototype for instance proxies) within one store; a snapshot shares its
+store between the colliders and the mass properties.
 
 The API works in float32: expect ~1e-7 relative noise in every value.
 Principal axes of equal moments are arbitrary within their eigenspace.
@@ -100,6 +93,8 @@ import numpy as np
 from pxr import Gf, Usd, UsdGeom, UsdPhysics, UsdShade
 
 from . import typed_read
+from .collider_model import ColliderModels
+from .mass_shapes import ShapeMass, model_mass, primitive_mass
 
 log = logging.getLogger(__name__)
 
@@ -137,236 +132,6 @@ class MassProperties:
     notes: tuple[str, ...] = ()  # unrecognised colliders, fallbacks, API quirks
 
 
-# --------------------------------------------------------------------------
-# shape mass information (unit density, in the shape frame, scale baked in)
-# --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _ShapeMass:
-    volume: float
-    com: tuple[float, float, float]
-    inertia: tuple[tuple[float, float, float], ...]  # 3x3 about com, shape axes
-    note: str | None = None
-
-
-_ZERO_SHAPE = _ShapeMass(0.0, (0.0, 0.0, 0.0), ((0.0,) * 3,) * 3)
-_AXIS_INDEX = {"X": 0, "Y": 1, "Z": 2}
-
-
-def _diag_shape(volume, moments, com=(0.0, 0.0, 0.0), note=None) -> _ShapeMass:
-    m = np.diag(np.asarray(moments, dtype=float))
-    return _ShapeMass(float(volume), tuple(float(c) for c in com), tuple(map(tuple, m)), note)
-
-
-def _axial_shape(axis: str, volume, i_axis, i_perp, com_along=0.0, note=None) -> _ShapeMass:
-    k = _AXIS_INDEX.get(str(axis), 2)
-    moments = [i_perp] * 3
-    moments[k] = i_axis
-    com = [0.0, 0.0, 0.0]
-    com[k] = com_along
-    return _diag_shape(volume, moments, com, note)
-
-
-def _off_axis_max(scale, axis: str) -> float:
-    k = _AXIS_INDEX.get(str(axis), 2)
-    return max(abs(scale[i]) for i in range(3) if i != k)
-
-
-def _box(half) -> _ShapeMass:
-    a, b, c = (abs(float(x)) for x in half)
-    v = 8.0 * a * b * c
-    return _diag_shape(v, (v * (b * b + c * c) / 3.0, v * (a * a + c * c) / 3.0, v * (a * a + b * b) / 3.0))
-
-
-def _sphere(r: float, center=(0.0, 0.0, 0.0)) -> _ShapeMass:
-    v = 4.0 / 3.0 * math.pi * r**3
-    i = 0.4 * v * r * r
-    return _diag_shape(v, (i, i, i), center)
-
-
-def _cylinder(r: float, h: float, axis: str) -> _ShapeMass:
-    """Solid cylinder, radius r, total height h."""
-    v = math.pi * r * r * h
-    return _axial_shape(axis, v, 0.5 * v * r * r, v * (3.0 * r * r + h * h) / 12.0)
-
-
-def _cone(r: float, h: float, axis: str) -> _ShapeMass:
-    """UsdGeom.Cone: centred on the origin, apex towards +axis; centroid at -h/4."""
-    v = math.pi * r * r * h / 3.0
-    return _axial_shape(
-        axis, v, 0.3 * v * r * r, v * (3.0 * r * r / 20.0 + 3.0 * h * h / 80.0), com_along=-h / 4.0
-    )
-
-
-def _capsule(r: float, h: float, axis: str) -> _ShapeMass:
-    """Capsule, radius r, cylindrical part of length h (UsdGeom.Capsule.height)."""
-    vc = math.pi * r * r * h
-    vs = 4.0 / 3.0 * math.pi * r**3
-    i_axis = 0.5 * vc * r * r + 0.4 * vs * r * r
-    i_perp = vc * (h * h / 12.0 + r * r / 4.0) + vs * (0.4 * r * r + h * h / 4.0 + 3.0 * h * r / 8.0)
-    return _axial_shape(axis, vc + vs, i_axis, i_perp)
-
-
-def _tapered(r_top: float, r_bottom: float, h: float, axis: str, capsule: bool) -> _ShapeMass:
-    """Capsule_1 / Cylinder_1 with unequal radii: convex hull of a fine tessellation."""
-    if capsule:
-        # hull of two spheres (top at +h/2, bottom at -h/2)
-        u = _fibonacci_sphere(1500)
-        pts = np.concatenate([u * r_top + [0, 0, h / 2.0], u * r_bottom - [0, 0, h / 2.0]])
-    else:
-        n = 512
-        ang = np.linspace(0.0, 2.0 * math.pi, n, endpoint=False)
-        circle = np.stack([np.cos(ang), np.sin(ang), np.zeros(n)], axis=1)
-        pts = np.concatenate([circle * r_top + [0, 0, h / 2.0], circle * r_bottom - [0, 0, h / 2.0]])
-    k = _AXIS_INDEX.get(str(axis), 2)
-    # local w axis -> shape axis k (cyclic permutation keeps handedness)
-    perm = [(k + 1) % 3, (k + 2) % 3, k]
-    shape_pts = np.zeros_like(pts)
-    shape_pts[:, perm[0]] = pts[:, 0]
-    shape_pts[:, perm[1]] = pts[:, 1]
-    shape_pts[:, perm[2]] = pts[:, 2]
-    sm = _hull_mass(shape_pts)
-    return _ShapeMass(sm.volume, sm.com, sm.inertia, "tapered shape: tessellated convex hull")
-
-
-def _fibonacci_sphere(n: int) -> np.ndarray:
-    i = np.arange(n) + 0.5
-    phi = np.arccos(1.0 - 2.0 * i / n)
-    theta = math.pi * (1.0 + 5.0**0.5) * i
-    return np.stack([np.cos(theta) * np.sin(phi), np.sin(theta) * np.sin(phi), np.cos(phi)], axis=1)
-
-
-def _triangles_mass(tris: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
-    """Unit-density volume, centre of mass and inertia (about the centre of mass)
-    of a closed triangle surface (n, 3, 3): divergence-theorem integrals
-    (Eberly, "Polyhedral Mass Properties"), the same as
-    ``trimesh.triangles.mass_properties`` but about twice as fast.  Inverted
-    winding is corrected (volume made positive)."""
-    tris = np.asarray(tris, dtype=float)
-    origin = tris.reshape(-1, 3).mean(axis=0)
-    t = np.ascontiguousarray((tris - origin).transpose(1, 2, 0))  # (vertex, coord, n)
-    p0, p1, p2 = t[0], t[1], t[2]
-    e1, e2 = p1 - p0, p2 - p0
-    d0 = e1[1] * e2[2] - e1[2] * e2[1]
-    d1 = e1[2] * e2[0] - e1[0] * e2[2]
-    d2 = e1[0] * e2[1] - e1[1] * e2[0]
-    tmp0 = p0 + p1
-    f1 = tmp0 + p2
-    tmp1 = p0 * p0
-    tmp2 = tmp1 + p1 * tmp0
-    f2 = tmp2 + p2 * f1
-    f3 = p0 * tmp1 + p1 * tmp2 + p2 * f2
-    g0, g1, g2 = f2 + p0 * (f1 + p0), f2 + p1 * (f1 + p1), f2 + p2 * (f1 + p2)
-    vol = float(d0 @ f1[0]) / 6.0
-    if vol == 0.0 or not math.isfinite(vol):
-        return 0.0, np.zeros(3), np.zeros((3, 3))
-    first = np.array([d0 @ f2[0], d1 @ f2[1], d2 @ f2[2]]) / 24.0
-    xx, yy, zz = d0 @ f3[0] / 60.0, d1 @ f3[1] / 60.0, d2 @ f3[2] / 60.0
-    xy = d0 @ (p0[1] * g0[0] + p1[1] * g1[0] + p2[1] * g2[0]) / 120.0
-    yz = d1 @ (p0[2] * g0[1] + p1[2] * g1[1] + p2[2] * g2[1]) / 120.0
-    zx = d2 @ (p0[0] * g0[2] + p1[0] * g1[2] + p2[0] * g2[2]) / 120.0
-    cx, cy, cz = first / vol
-    inertia = np.array(
-        [
-            [yy + zz - vol * (cy * cy + cz * cz), -(xy - vol * cx * cy), -(zx - vol * cz * cx)],
-            [-(xy - vol * cx * cy), xx + zz - vol * (cz * cz + cx * cx), -(yz - vol * cy * cz)],
-            [-(zx - vol * cz * cx), -(yz - vol * cy * cz), xx + yy - vol * (cx * cx + cy * cy)],
-        ]
-    )
-    if vol < 0.0:  # inverted winding
-        vol, inertia = -vol, -inertia
-    return vol, np.array([cx, cy, cz]) + origin, inertia
-
-
-def _hull_mass(points: np.ndarray) -> _ShapeMass:
-    from scipy.spatial import ConvexHull, QhullError
-
-    pts = np.asarray(points, dtype=float)
-    if len(pts) < 4:
-        return _ShapeMass(0.0, _ZERO_SHAPE.com, _ZERO_SHAPE.inertia, "fewer than 4 points: no volume")
-    try:
-        hull = ConvexHull(pts)
-    except (QhullError, ValueError) as exc:
-        return _ShapeMass(0.0, _ZERO_SHAPE.com, _ZERO_SHAPE.inertia, f"degenerate convex hull: {exc.__class__.__name__}")
-    simp = hull.simplices
-    tri = pts[simp]
-    n = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
-    flip = np.einsum("ij,ij->i", n, hull.equations[:, :3]) < 0.0
-    simp = np.where(flip[:, None], simp[:, ::-1], simp)
-    vol, com, inertia = _triangles_mass(pts[simp])
-    return _ShapeMass(vol, tuple(map(float, com)), tuple(map(tuple, inertia)))
-
-
-def _fan_triangles(counts: np.ndarray, indices: np.ndarray) -> np.ndarray | None:
-    counts = np.asarray(counts, dtype=np.int64)
-    indices = np.asarray(indices, dtype=np.int64)
-    if counts.size == 0 or counts.sum() != indices.size or (counts < 0).any():
-        return None
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    ntri = np.maximum(counts - 2, 0)
-    total = int(ntri.sum())
-    if total == 0:
-        return None
-    face = np.repeat(np.arange(counts.size), ntri)
-    first_tri = np.concatenate([[0], np.cumsum(ntri)[:-1]])
-    k = np.arange(total) - first_tri[face]
-    s = starts[face]
-    return np.stack([indices[s], indices[s + k + 1], indices[s + k + 2]], axis=1)
-
-
-def _mesh_mass(prim: Usd.Prim, scale: np.ndarray, approximation: str) -> _ShapeMass:
-    mesh = UsdGeom.Mesh(prim)
-    pts = _get(mesh.GetPointsAttr(), "points")
-    if pts is None or len(pts) == 0:
-        return _ShapeMass(0.0, _ZERO_SHAPE.com, _ZERO_SHAPE.inertia, "mesh without points")
-    pts = np.asarray(pts, dtype=float) * scale
-    approx = str(approximation or "none")
-    if approx == "boundingCube":
-        lo, hi = pts.min(axis=0), pts.max(axis=0)
-        b = _box((hi - lo) / 2.0)
-        return _ShapeMass(b.volume, tuple(map(float, (hi + lo) / 2.0)), b.inertia, None)
-    if approx == "boundingSphere":
-        import trimesh
-
-        center, radius = trimesh.nsphere.minimum_nsphere(pts)
-        return _sphere(float(radius), tuple(map(float, center)))
-    if approx in ("convexHull", "convexDecomposition"):
-        return _hull_mass(pts)
-    note = None
-    if approx not in ("none", "meshSimplification"):
-        note = f"unknown approximation {approx!r}: treated as 'none'"
-    counts = _get(mesh.GetFaceVertexCountsAttr(), "ints")
-    indices = _get(mesh.GetFaceVertexIndicesAttr(), "ints")
-    tris = _fan_triangles([] if counts is None else counts, [] if indices is None else indices)
-    if tris is not None and (tris.min() < 0 or tris.max() >= len(pts)):
-        tris = None
-    if tris is not None:
-        import trimesh
-
-        tm = trimesh.Trimesh(vertices=pts, faces=tris, process=True)
-        if tm.is_watertight and tm.is_winding_consistent:
-            vol, com, inertia = _triangles_mass(tm.triangles)
-            return _ShapeMass(vol, tuple(map(float, com)), tuple(map(tuple, inertia)), note)
-    sm = _hull_mass(pts)
-    why = "malformed topology" if tris is None else "not watertight"
-    return _ShapeMass(sm.volume, sm.com, sm.inertia, "; ".join(x for x in (note, f"mesh {why}: convex hull used", sm.note) if x))
-
-
-def _get(attr, kind: str):
-    """The typed value (typed_read): the default, else the earliest time sample; None if unusable."""
-    if not attr:
-        return None
-    val = typed_read.value(attr, kind)
-    if val is None and attr.GetNumTimeSamples():
-        val = typed_read.value(attr, kind, time=Usd.TimeCode.EarliestTime())
-    return val
-
-
-def _length(attr) -> float:
-    """A size, radius or height: 0 (no volume) when it is unusable."""
-    return _get(attr, "real") or 0.0
-
 
 # --------------------------------------------------------------------------
 # context shared across bodies
@@ -374,49 +139,26 @@ def _length(attr) -> float:
 
 
 class _Context:
-    def __init__(self, stage: Usd.Stage, xform_cache: UsdGeom.XformCache | None = None):
+    def __init__(self, stage: Usd.Stage, xform_cache: UsdGeom.XformCache | None = None,
+                 models: ColliderModels | None = None):
         self.stage = stage
+        self.models = models if models is not None else ColliderModels()
         self.xf = xform_cache if xform_cache is not None else UsdGeom.XformCache()
         self.mpu = float(UsdGeom.GetStageMetersPerUnit(stage))
         self.kpu = float(UsdPhysics.GetStageKilogramsPerUnit(stage))
-        self.shapes: dict[tuple, _ShapeMass] = {}
+        self.shapes: dict[tuple, ShapeMass] = {}
 
     # -- shape in its own (scaled) frame --------------------------------
-    def shape_mass(self, prim: Usd.Prim, world_scale: Gf.Vec3d) -> _ShapeMass | None:
+    def shape_mass(self, prim: Usd.Prim, world_scale: Gf.Vec3d) -> ShapeMass | None:
         s = np.array([float(world_scale[0]), float(world_scale[1]), float(world_scale[2])])
-        a = np.abs(s)
-        if prim.IsA(UsdGeom.Cube):
-            size = _length(UsdGeom.Cube(prim).GetSizeAttr())
-            return _box(a * size / 2.0)
-        if prim.IsA(UsdGeom.Sphere):
-            return _sphere(_length(UsdGeom.Sphere(prim).GetRadiusAttr()) * float(a.max()))
-        for cls, fn in ((UsdGeom.Capsule, _capsule), (UsdGeom.Cylinder, _cylinder), (UsdGeom.Cone, _cone)):
-            if prim.IsA(cls):
-                g = cls(prim)
-                axis = _get(g.GetAxisAttr(), "token") or "Z"
-                r = _length(g.GetRadiusAttr()) * _off_axis_max(a, axis)
-                h = _length(g.GetHeightAttr()) * float(a[_AXIS_INDEX.get(axis, 2)])
-                return fn(r, h, axis)
-        for cls, capsule in ((UsdGeom.Capsule_1, True), (UsdGeom.Cylinder_1, False)):
-            if prim.IsA(cls):
-                g = cls(prim)
-                axis = _get(g.GetAxisAttr(), "token") or "Z"
-                m = _off_axis_max(a, axis)
-                rt = _length(g.GetRadiusTopAttr()) * m
-                rb = _length(g.GetRadiusBottomAttr()) * m
-                h = _length(g.GetHeightAttr()) * float(a[_AXIS_INDEX.get(axis, 2)])
-                if abs(rt - rb) <= 1e-12 * max(rt, rb, 1e-30):
-                    return (_capsule if capsule else _cylinder)(rt, h, axis)
-                return _tapered(rt, rb, h, axis, capsule)
-        if prim.IsA(UsdGeom.Mesh):
-            approx = typed_read.prim_value(prim, "physics:approximation", "token", "none")
-            src = prim.GetPrimInPrototype() if prim.IsInstanceProxy() else prim
-            key = (str(src.GetPath()), approx, tuple(np.round(s, 12)))
-            hit = self.shapes.get(key)
-            if hit is None:
-                hit = self.shapes[key] = _mesh_mass(prim, s, approx)
-            return hit
-        return None
+        if not prim.IsA(UsdGeom.Mesh):
+            return primitive_mass(prim, np.abs(s))
+        model = self.models.mesh(prim)
+        key = (id(model), tuple(np.round(s, 12)))  # the store keeps every model alive: ids are unique
+        hit = self.shapes.get(key)
+        if hit is None:
+            hit = self.shapes[key] = model_mass(model, s)
+        return hit
 
     # -- MassInformation for a collider of a body -----------------------
     def mass_information(self, prim: Usd.Prim, body: Usd.Prim, notes: list[str]):
@@ -555,6 +297,82 @@ def _rot_matrix(q: Gf.Quatd) -> np.ndarray:
     return np.array(Gf.Matrix3d(Gf.Rotation(q)), dtype=float).T
 
 
+def _principal_axes(q: np.ndarray, visited: bool, authored_axes: bool, notes: list[str]) -> np.ndarray:
+    """The API's principal-axes quaternion (w, x, y, z), made usable or noted as not."""
+    if not visited and not authored_axes:
+        q = np.array([1.0, 0.0, 0.0, 0.0])
+        notes.append("no colliders: API principal axes are uninitialised, identity used")
+    norm = float(np.linalg.norm(q))
+    if not np.all(np.isfinite(q)):
+        notes.append("non-finite principal axes from the API")
+    elif norm < 1e-6:
+        q = np.array([1.0, 0.0, 0.0, 0.0])
+        notes.append("zero principal-axes quaternion: identity used")
+    else:
+        q = q / norm
+    return q
+
+
+def _world_frame(ctx: _Context, prim: Usd.Prim, com: Gf.Vec3d, diag: np.ndarray, q: np.ndarray):
+    """(centre of mass in world space, sorted principal moments, world principal axes (w, x, y, z)).
+    The body frame is the body's world transform without scale."""
+    tb = Gf.Transform(ctx.xf.GetLocalToWorldTransform(prim))
+    frame = Gf.Matrix4d().SetTransform(tb.GetRotation(), tb.GetTranslation())
+    com_world = frame.Transform(com) if all(math.isfinite(c) for c in com) else com
+    r_body = _rot_matrix(tb.GetRotation().GetQuat())
+    if np.all(np.isfinite(q)):
+        r_world = r_body @ _rot_matrix(Gf.Quatd(q[0], Gf.Vec3d(q[1], q[2], q[3])))
+    else:
+        r_world = np.full((3, 3), math.nan)
+    order = np.argsort(diag, kind="stable")
+    r_sorted = r_world[:, order]
+    if np.all(np.isfinite(r_sorted)) and np.linalg.det(r_sorted) < 0:
+        r_sorted[:, 0] = -r_sorted[:, 0]
+    return com_world, diag[order], _quat_wxyz_from_matrix(r_sorted)
+
+
+def _collider_source(cprim: Usd.Prim, material: Usd.Prim | None, body_density: bool) -> str:
+    if cprim.HasAPI(UsdPhysics.MassAPI) and _positive(cprim, "physics:mass"):
+        return "collider mass"
+    if cprim.HasAPI(UsdPhysics.MassAPI) and _positive(cprim, "physics:density"):
+        return "collider density"
+    if body_density:
+        return "body density"
+    if material is not None and _positive(material, "physics:density"):
+        return "material density"
+    return "default density"
+
+
+def _sources(prim: Usd.Prim, visited: list[Usd.Prim]) -> tuple[str, dict[str, str], dict[str, bool]]:
+    """(source, per-collider sources, established) by the establishment rule above."""
+    body_mass_api = prim.HasAPI(UsdPhysics.MassAPI)
+    body_density = body_mass_api and _positive(prim, "physics:density")
+    mass_est = body_mass_api and (
+        _positive(prim, "physics:mass", True) or (bool(visited) and _positive(prim, "physics:density", True))
+    )
+    com_est = body_mass_api and _finite_vec(prim, "physics:centerOfMass")
+    inertia_est = body_mass_api and _nonzero_vec(prim, "physics:diagonalInertia")
+    collider_sources: dict[str, str] = {}
+    for cprim, mat in zip(visited, _physics_materials(visited)):
+        collider_sources[str(cprim.GetPath())] = _collider_source(cprim, mat, body_density)
+        if cprim.HasAPI(UsdPhysics.MassAPI):
+            mass_est = mass_est or _positive(cprim, "physics:mass", True) or _positive(cprim, "physics:density", True)
+            com_est = com_est or _finite_vec(cprim, "physics:centerOfMass")
+            inertia_est = inertia_est or _nonzero_vec(cprim, "physics:diagonalInertia")
+        if mat is not None:
+            mass_est = mass_est or _positive(mat, "physics:density", True)
+    if body_mass_api and _positive(prim, "physics:mass"):
+        source = "body mass"
+    elif collider_sources:
+        source = min(collider_sources.values(), key=SOURCES.index)
+    else:
+        source = "none"
+    mass_est = bool(mass_est)
+    established = {"mass": mass_est, "center_of_mass": bool(mass_est or com_est),
+                   "inertia": bool(mass_est or inertia_est)}
+    return source, collider_sources, established
+
+
 def _compute(ctx: _Context, body_path: str) -> MassProperties | None:
     prim = ctx.stage.GetPrimAtPath(str(body_path))
     if not prim or not prim.IsValid() or not prim.HasAPI(UsdPhysics.RigidBodyAPI):
@@ -576,77 +394,11 @@ def _compute(ctx: _Context, body_path: str) -> MassProperties | None:
     diag = np.array([float(diag[0]), float(diag[1]), float(diag[2])])
     com = Gf.Vec3d(float(com[0]), float(com[1]), float(com[2]))
     q = np.array([float(pa.GetReal())] + [float(x) for x in pa.GetImaginary()])
-
-    body_mass_api = prim.HasAPI(UsdPhysics.MassAPI)
-    if not visited and not (body_mass_api and _authored_pa(prim)):
-        q = np.array([1.0, 0.0, 0.0, 0.0])
-        notes.append("no colliders: API principal axes are uninitialised, identity used")
-    norm = float(np.linalg.norm(q))
-    if not np.all(np.isfinite(q)):
-        notes.append("non-finite principal axes from the API")
-    elif norm < 1e-6:
-        q = np.array([1.0, 0.0, 0.0, 0.0])
-        notes.append("zero principal-axes quaternion: identity used")
-    else:
-        q = q / norm
+    q = _principal_axes(q, bool(visited), prim.HasAPI(UsdPhysics.MassAPI) and _authored_pa(prim), notes)
     if not np.all(np.isfinite(diag)) or not all(math.isfinite(c) for c in com) or not math.isfinite(mass):
         notes.append("non-finite mass properties from the API")
-
-    # frames: body frame = body world transform without scale
-    mb = ctx.xf.GetLocalToWorldTransform(prim)
-    tb = Gf.Transform(mb)
-    frame = Gf.Matrix4d().SetTransform(tb.GetRotation(), tb.GetTranslation())
-    com_world = frame.Transform(com) if all(math.isfinite(c) for c in com) else com
-    r_body = _rot_matrix(tb.GetRotation().GetQuat())
-    if np.all(np.isfinite(q)):
-        r_pa = _rot_matrix(Gf.Quatd(q[0], Gf.Vec3d(q[1], q[2], q[3])))
-        r_world = r_body @ r_pa
-    else:
-        r_world = np.full((3, 3), math.nan)
-    order = np.argsort(diag, kind="stable")
-    diag_sorted = diag[order]
-    r_sorted = r_world[:, order]
-    if np.all(np.isfinite(r_sorted)) and np.linalg.det(r_sorted) < 0:
-        r_sorted[:, 0] = -r_sorted[:, 0]
-    axes = _quat_wxyz_from_matrix(r_sorted)
-
-    # source and establishment
-    collider_paths = tuple(str(c.GetPath()) for c in visited)
-    materials = _physics_materials(visited)
-    body_density = body_mass_api and _positive(prim, "physics:density")
-    collider_sources: dict[str, str] = {}
-    mass_est = body_mass_api and (
-        _positive(prim, "physics:mass", True) or (bool(visited) and _positive(prim, "physics:density", True))
-    )
-    com_est = body_mass_api and _finite_vec(prim, "physics:centerOfMass")
-    inertia_est = body_mass_api and _nonzero_vec(prim, "physics:diagonalInertia")
-    for cprim, mat in zip(visited, materials):
-        capi = cprim.HasAPI(UsdPhysics.MassAPI)
-        if capi and _positive(cprim, "physics:mass"):
-            src = "collider mass"
-        elif capi and _positive(cprim, "physics:density"):
-            src = "collider density"
-        elif body_density:
-            src = "body density"
-        elif mat is not None and _positive(mat, "physics:density"):
-            src = "material density"
-        else:
-            src = "default density"
-        collider_sources[str(cprim.GetPath())] = src
-        if capi:
-            mass_est = mass_est or _positive(cprim, "physics:mass", True) or _positive(cprim, "physics:density", True)
-            com_est = com_est or _finite_vec(cprim, "physics:centerOfMass")
-            inertia_est = inertia_est or _nonzero_vec(cprim, "physics:diagonalInertia")
-        if mat is not None:
-            mass_est = mass_est or _positive(mat, "physics:density", True)
-    if body_mass_api and _positive(prim, "physics:mass"):
-        source = "body mass"
-    elif collider_sources:
-        source = min(collider_sources.values(), key=SOURCES.index)
-    else:
-        source = "none"
-    mass_est = bool(mass_est)
-
+    com_world, diag_sorted, axes = _world_frame(ctx, prim, com, diag, q)
+    source, collider_sources, established = _sources(prim, visited)
     mpu, kpu = ctx.mpu, ctx.kpu
     return MassProperties(
         mass=mass * kpu,
@@ -654,12 +406,8 @@ def _compute(ctx: _Context, body_path: str) -> MassProperties | None:
         principal_inertia=tuple(float(d) * kpu * mpu * mpu for d in diag_sorted),
         principal_axes=axes,
         source=source,
-        established={
-            "mass": mass_est,
-            "center_of_mass": bool(mass_est or com_est),
-            "inertia": bool(mass_est or inertia_est),
-        },
-        colliders=collider_paths,
+        established=established,
+        colliders=tuple(str(c.GetPath()) for c in visited),
         collider_sources=collider_sources,
         notes=tuple(notes),
     )
@@ -672,9 +420,12 @@ def body_mass_properties(
     return _compute(_Context(stage, xform_cache), body_path)
 
 
-def stage_mass_properties(stage: Usd.Stage, body_paths: list[str]) -> dict[str, MassProperties | None]:
-    """Mass properties of many bodies, sharing the transform and mesh-shape caches."""
-    ctx = _Context(stage)
+def stage_mass_properties(stage: Usd.Stage, body_paths: list[str],
+                          models: ColliderModels | None = None) -> dict[str, MassProperties | None]:
+    """Mass properties of many bodies, sharing the transform cache and the mesh collider models
+    (``models``: the store the snapshot's collision solids were built from, so each mesh's
+    hull is computed once for both)."""
+    ctx = _Context(stage, models=models)
     t0 = time.perf_counter()
     out = {str(p): _compute(ctx, str(p)) for p in body_paths}
     log.debug("mass properties of %d bodies in %.1f ms", len(out), (time.perf_counter() - t0) * 1e3)

@@ -42,38 +42,30 @@ Physics (``physics_material``): the rule of ``UsdPhysics``'s own parser
     physics material (the parser and ComputeMassProperties both ignore it).
   Unauthored friction / restitution / density read as the schema defaults (0).
 
-Comparisons return named components ``name -> (error, tolerance)``; a
-component passes when ``error <= tolerance``.  0/1 components have tolerance 0.
+Texture-valued inputs are read as content digests (texture_digest.py); the
+comparison of two resolved materials is measuring, in checks/materials.py.
 """
 from __future__ import annotations
 
 import hashlib
-import math
 import os
-from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass
 
-from pxr import Ar, Sdf, Usd, UsdGeom, UsdPhysics, UsdShade
+from pxr import Sdf, Usd, UsdGeom, UsdPhysics, UsdShade
+
+from .texture_digest import texture_digest
 
 __all__ = [
     "VisualMaterial",
     "PhysicsMaterial",
     "visual_material",
     "physics_material",
-    "compare_visual",
-    "compare_physics",
-    "texture_digest",
     "display_surface",
     "PREVIEW_SURFACE_DEFAULTS",
     "VISUAL_PURPOSE",
-    "LARGE_ERROR",
-    "MAX_TEXTURE_BYTES",
 ]
 
 VISUAL_PURPOSE = "preview"
-LARGE_ERROR = 50.0
-MAX_TEXTURE_BYTES = 64 * 1024 * 1024
 
 # UsdPreviewSurface inputs and defaults (UsdPreviewSurface specification 2.6;
 # the Sdr definition shipped with usd-core agrees, up to float32 rounding).
@@ -100,7 +92,6 @@ _TEXTURE_ID_PREFIXES = ("UsdUVTexture", "ND_UsdUVTexture", "ND_image_", "ND_tile
 _PRIMVAR_READER_PREFIXES = ("UsdPrimvarReader", "ND_UsdPrimvarReader", "ND_geompropvalue")
 _PASS_THROUGH = {"ND_constant_": "value", "ND_dot_": "in"}
 _STORM_CONTEXTS = ("glslfx", "mtlx")
-_RESERVED = {"bound", "shader"}
 
 
 @dataclass(frozen=True)
@@ -207,99 +198,6 @@ def _shader_defaults(sid: str) -> dict[str, object]:
         return out
     except Exception:  # pragma: no cover - Sdr unavailable
         return {}
-
-
-# ---------------------------------------------------------------------------
-# textures
-# ---------------------------------------------------------------------------
-
-# Digests by resolved path, kept for one stage read only (`texture_digest_scope`, opened by
-# read.read_snapshot): a process that grades many submissions, one after another at the same
-# paths, must never reuse the digest of another package's file.
-_DIGESTS: ContextVar[dict | None] = ContextVar("usdgrade_texture_digests", default=None)
-
-
-@contextmanager
-def texture_digest_scope():
-    token = _DIGESTS.set({})
-    try:
-        yield
-    finally:
-        _DIGESTS.reset(token)
-
-
-def _digest_resolved(resolved: str) -> str | None:
-    """sha256 of an asset's bytes by resolved path (files and package members)."""
-    outer = resolved.split("[", 1)[0] if resolved.endswith("]") else resolved
-    try:
-        st = os.stat(outer)
-        key = (resolved, st.st_size, st.st_mtime_ns)
-    except OSError:
-        key = (resolved,)
-    memo = _DIGESTS.get()
-    hit = memo.get(key) if memo is not None else None
-    if hit is not None:
-        return hit
-    if outer == resolved and os.path.isfile(resolved):
-        size = os.path.getsize(resolved)
-        if size > MAX_TEXTURE_BYTES:
-            out = f"too_large:{size}"
-        else:
-            h = hashlib.sha256()
-            with open(resolved, "rb") as f:
-                for chunk in iter(lambda: f.read(1 << 20), b""):
-                    h.update(chunk)
-            out = "sha256:" + h.hexdigest()
-    else:
-        asset = Ar.GetResolver().OpenAsset(Ar.ResolvedPath(resolved))
-        if asset is None:
-            return None
-        size = asset.GetSize()
-        if size > MAX_TEXTURE_BYTES:
-            out = f"too_large:{size}"
-        else:
-            out = "sha256:" + hashlib.sha256(asset.GetBuffer()).hexdigest()
-        del asset
-    if memo is not None:
-        memo[key] = out
-    return out
-
-
-def _authoring_layer(attr: Usd.Attribute) -> Sdf.Layer | None:
-    try:
-        for spec in attr.GetPropertyStack(Usd.TimeCode.Default()):
-            if spec.HasDefaultValue() or spec.layer.ListTimeSamplesForPath(spec.path):
-                return spec.layer
-    except Exception:  # pragma: no cover - defensive
-        pass
-    return None
-
-
-def texture_digest(attr: Usd.Attribute) -> str:
-    """Digest of the file an asset-valued attribute points at (see VisualMaterial)."""
-    value = attr.Get()
-    if not isinstance(value, Sdf.AssetPath) or not value.path:
-        return "missing:"
-    authored = value.path
-    if UsdShade.UdimUtils.IsUdimIdentifier(authored):
-        layer = _authoring_layer(attr)
-        tiles = UsdShade.UdimUtils.ResolveUdimTilePaths(authored, layer) if layer else []
-        parts = []
-        for path, tile in sorted(tiles, key=lambda t: str(t[1])):
-            d = _digest_resolved(str(path))
-            if d is None:
-                continue
-            if not d.startswith("sha256:"):
-                return d
-            parts.append(f"{tile}:{d}")
-        if not parts:
-            return f"missing:{authored}"
-        return "sha256:" + hashlib.sha256("\n".join(parts).encode()).hexdigest()
-    resolved = value.resolvedPath
-    if not resolved:
-        return f"missing:{authored}"
-    d = _digest_resolved(resolved)
-    return d if d is not None else f"missing:{authored}"
 
 
 # ---------------------------------------------------------------------------
@@ -489,93 +387,3 @@ def physics_material(prim: Usd.Prim, meters_per_unit: float, kilograms_per_unit:
         restitution=_float(api.GetRestitutionAttr()),
         density=density,
     )
-
-
-# ---------------------------------------------------------------------------
-# comparisons
-# ---------------------------------------------------------------------------
-
-def _finite(err: float) -> float:
-    return err if math.isfinite(err) else LARGE_ERROR
-
-
-def _value_error(ref, cand, color_tolerance: float, scalar_tolerance: float) -> tuple[float, float]:
-    if isinstance(ref, tuple) and isinstance(cand, tuple) and len(ref) == len(cand):
-        err = max((abs(a - b) for a, b in zip(ref, cand)), default=0.0)
-        return (_finite(err), color_tolerance)
-    if isinstance(ref, float) and isinstance(cand, float):
-        return (_finite(abs(ref - cand)), scalar_tolerance)
-    if isinstance(ref, str) and isinstance(cand, str):
-        return (0.0 if ref == cand else 1.0, 0.0)
-    # mismatched kinds or an input without any known default
-    tol = color_tolerance if isinstance(ref, tuple) or isinstance(cand, tuple) else scalar_tolerance
-    return (LARGE_ERROR, tol)
-
-
-def _same_texture(a: str | None, b: str | None) -> bool:
-    if a is None or b is None:
-        return False
-    if a.startswith("missing:") and b.startswith("missing:"):
-        return True                       # both render the fallback
-    return a == b
-
-
-def compare_visual(reference: VisualMaterial | None, candidate: VisualMaterial | None,
-                   color_tolerance: float = 0.02, scalar_tolerance: float = 0.02
-                   ) -> dict[str, tuple[float, float]]:
-    """Path-independent comparison of two resolved visual materials.
-
-    Components: ``bound``; ``shader``; each surface input by name (colours and
-    other tuples: max abs channel difference vs ``color_tolerance``; scalars:
-    abs difference vs ``scalar_tolerance``; tokens: 0/1); ``texture.<input>``
-    (0/1, same content digest; two missing files both render the fallback and
-    count as equal).  An input present on one side only compares against the
-    UsdPreviewSurface default.  An input textured on either side is compared
-    only through ``texture.<input>``.  When either side is unbound only
-    ``bound`` is returned.
-    """
-    if reference is None or candidate is None:
-        return {"bound": (0.0 if reference is None and candidate is None else 1.0, 0.0)}
-    out: dict[str, tuple[float, float]] = {"bound": (0.0, 0.0)}
-    out["shader"] = (0.0 if reference.shader == candidate.shader else 1.0, 0.0)
-    textured = set(reference.textures) | set(candidate.textures)
-    for name in sorted((set(reference.surface) | set(candidate.surface)) - textured):
-        default = PREVIEW_SURFACE_DEFAULTS.get(name)
-        r = reference.surface.get(name, default)
-        c = candidate.surface.get(name, default)
-        key = f"surface.{name}" if name in _RESERVED or name.startswith("texture.") else name
-        out[key] = _value_error(r, c, color_tolerance, scalar_tolerance)
-    for name in sorted(textured):
-        same = _same_texture(reference.textures.get(name), candidate.textures.get(name))
-        out[f"texture.{name}"] = (0.0 if same else 1.0, 0.0)
-    return out
-
-
-def compare_physics(reference: PhysicsMaterial | None, candidate: PhysicsMaterial | None,
-                    relative_tolerance: float = 0.01, *, absolute_tolerance: float = 0.01
-                    ) -> dict[str, tuple[float, float]]:
-    """Path-independent comparison of two resolved physics materials.
-
-    Components: ``bound``; ``static_friction``, ``dynamic_friction``,
-    ``restitution`` (abs difference vs ``absolute_tolerance``); ``density``
-    (|log ratio| vs log(1 + relative_tolerance); both unset (<= 0) -> 0, one
-    unset -> LARGE_ERROR).  When either side is unbound only ``bound`` is
-    returned.
-    """
-    if reference is None or candidate is None:
-        return {"bound": (0.0 if reference is None and candidate is None else 1.0, 0.0)}
-    out: dict[str, tuple[float, float]] = {"bound": (0.0, 0.0)}
-    for name in ("static_friction", "dynamic_friction", "restitution"):
-        err = abs(getattr(reference, name) - getattr(candidate, name))
-        out[name] = (_finite(err), absolute_tolerance)
-    a, b = reference.density, candidate.density
-    a_set = math.isfinite(a) and a > 0
-    b_set = math.isfinite(b) and b > 0
-    if not a_set and not b_set:
-        err = 0.0
-    elif a_set != b_set:
-        err = LARGE_ERROR
-    else:
-        err = abs(math.log(a / b))
-    out["density"] = (_finite(err), math.log1p(relative_tolerance))
-    return out

@@ -13,8 +13,6 @@ from typing import Any
 Vec3 = tuple[float, float, float]
 Quat = tuple[float, float, float, float]  # (w, x, y, z), unit length
 
-WORLD = None  # a joint side attached to the world has body None
-
 
 @dataclass(frozen=True)
 class Pose:
@@ -163,8 +161,9 @@ class StageSnapshot:
     mass: dict[str, Any] = field(default_factory=dict)           # body -> mass.MassProperties | None
     sampling: dict = field(default_factory=dict)                 # the profile's sampling settings
     free_space: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
-    # body -> (n, 3) samples of the empty space its colliders leave in their bounds: a memo
-    # filled on first use by parts.free_space (only the reference's are ever needed)
+    # body -> (n, 3) samples of the empty space its colliders leave in their bounds, computed
+    # ahead by parts.with_free_space (a cached reference); empty otherwise, and never filled in
+    # place: parts.free_space computes what a snapshot does not carry
     timings: dict[str, float] = field(default_factory=dict, compare=False, repr=False)
     # seconds spent reading each part (bench/ and grade.json "timings"); not content
     authoring_problems: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)

@@ -9,6 +9,7 @@ moved gives samples that correspond one to one (exact rigid alignment).
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 import zlib
 
@@ -17,6 +18,7 @@ from pxr import Usd, UsdGeom, UsdPhysics
 
 from . import colliders as collider_solids
 from . import geometry, mass, materials, typed_read
+from .collider_model import ColliderModels, mesh_approximation
 from .model import Collider, VisualComponent
 
 VISIBLE_PURPOSES = (UsdGeom.Tokens.default_, UsdGeom.Tokens.render)
@@ -60,12 +62,14 @@ def is_visible(prim: Usd.Prim) -> bool:
 def read_parts(stage: Usd.Stage, body_paths: set[str], mpu: float, kgpu: float, sampling: dict,
                timings: dict | None = None):
     """Visible components (tessellated, sampled), colliders (solids) and mass properties.
+    Colliders and mass properties share one store of mesh collider models (one hull per mesh).
     `timings`, when given, gets the seconds spent on each of the three."""
     clock = {"visible_parts": 0.0, "colliders": 0.0}
     seed = int(sampling.get("seed", 0))
     surface_samples = int(sampling.get("surface_samples", DEFAULT_SURFACE_SAMPLES))
     xforms = UsdGeom.XformCache(Usd.TimeCode.Default())
     components, colliders = {}, {}
+    models = ColliderModels()
     for prim in Usd.PrimRange.Stage(stage, Usd.TraverseInstanceProxies()):
         if not prim.IsA(UsdGeom.Gprim):
             continue
@@ -93,7 +97,7 @@ def read_parts(stage: Usd.Stage, body_paths: set[str], mpu: float, kgpu: float, 
         clock["visible_parts"] += lap - start
         if prim.HasAPI(UsdPhysics.CollisionAPI):
             enabled = typed_read.value(UsdPhysics.CollisionAPI(prim).GetCollisionEnabledAttr(), "bool")
-            solid = collider_solids.collider_solid(prim, world, mpu)
+            solid = collider_solids.collider_solid(prim, world, mpu, models=models)
             bounds = solid.bounds if solid is not None else None
             centroid = (0.0, 0.0, 0.0)
             if bounds is not None and np.isfinite(bounds).all():
@@ -104,7 +108,7 @@ def read_parts(stage: Usd.Stage, body_paths: set[str], mpu: float, kgpu: float, 
                 body=body,
                 enabled=True if enabled is None else bool(enabled),
                 shape=str(prim.GetTypeName()),
-                approximation=collider_solids.mesh_approximation(prim) if prim.IsA(UsdGeom.Mesh) else None,
+                approximation=mesh_approximation(prim) if prim.IsA(UsdGeom.Mesh) else None,
                 volume=float(solid.volume) if solid is not None else 0.0,
                 centroid=centroid,
                 solid=solid,
@@ -112,7 +116,7 @@ def read_parts(stage: Usd.Stage, body_paths: set[str], mpu: float, kgpu: float, 
             )
         clock["colliders"] += time.perf_counter() - lap
     start = time.perf_counter()
-    masses = mass.stage_mass_properties(stage, sorted(body_paths)) if body_paths else {}
+    masses = mass.stage_mass_properties(stage, sorted(body_paths), models) if body_paths else {}
     clock["mass"] = time.perf_counter() - start
     if timings is not None:
         timings.update({name: round(seconds, 6) for name, seconds in clock.items()})
@@ -120,16 +124,24 @@ def read_parts(stage: Usd.Stage, body_paths: set[str], mpu: float, kgpu: float, 
 
 
 def free_space(snapshot, body: str) -> np.ndarray:
-    """The body's free-space samples, computed on first use and kept in the snapshot.
-
-    Only the reference's are ever needed, so a candidate snapshot never pays for them.
-    """
+    """The body's free-space samples: the ones the snapshot carries (``with_free_space``), else
+    computed now. Only the reference's are ever needed, so a candidate never pays for them."""
     found = snapshot.free_space.get(body)
-    if found is None:
-        seed = int(snapshot.sampling.get("seed", 0))
-        count = int(snapshot.sampling.get("free_space_samples", DEFAULT_FREE_SPACE_SAMPLES))
-        found = snapshot.free_space[body] = _free_space(body, snapshot.colliders, count, seed)
-    return found
+    return found if found is not None else free_space_samples(snapshot, body)
+
+
+def free_space_samples(snapshot, body: str) -> np.ndarray:
+    """The body's free-space samples, from its colliders and the snapshot's sampling settings."""
+    seed = int(snapshot.sampling.get("seed", 0))
+    count = int(snapshot.sampling.get("free_space_samples", DEFAULT_FREE_SPACE_SAMPLES))
+    return _free_space(body, snapshot.colliders, count, seed)
+
+
+def with_free_space(snapshot):
+    """The snapshot with every collider-owning body's free-space samples computed ahead: a
+    reference kept for many grades (scoring/reference_cache.py) pays for them once."""
+    bodies = sorted({c.body for c in snapshot.colliders.values() if c.body})
+    return dataclasses.replace(snapshot, free_space={body: free_space_samples(snapshot, body) for body in bodies})
 
 
 def _free_space(body: str, colliders: dict, count: int, seed: int) -> np.ndarray:

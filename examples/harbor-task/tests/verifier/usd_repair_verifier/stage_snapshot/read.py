@@ -16,9 +16,9 @@ from pathlib import Path
 from pxr import Gf, Sdf, Tf, Usd, UsdGeom, UsdPhysics
 
 from . import authoring, spatial
-from .materials import texture_digest_scope
 from .parts import owner_body, read_parts
 from .scene import read_scenes, read_simulator_attributes
+from .texture_digest import texture_digest_scope
 from .model import ArticulationRoot, Body, BodyShape, Drive, Joint, Limit, Pose, StageSnapshot
 
 JOINT_TYPES = {

@@ -1,19 +1,22 @@
 """A fork server for the validity gate's capped USD worker, for processes that grade many items.
 
 The validity gate reads every submission in a worker process of its own, capped and killed
-by process group (gates/validity.py). A fresh worker spends most of its ~0.3-0.5 s importing
-pxr. A process that grades many submissions (scoring/warm.py) starts one server instead: a
+by process group (runner.py). A fresh worker spends most of its ~0.3-0.5 s importing
+pxr. A process that grades many submissions (regrade/warm.py) starts one server instead: a
 process that has imported pxr once, is still single-threaded (importing pxr starts no thread;
 measured), and forks one worker per submission. The forked worker runs the very worker code
-of a fresh one (`_worker_main`: caps set first, then the package read) in a session of its
+of a fresh one (worker.main: caps set first, then the package read) in a session of its
 own, with its output going to the same diagnostics file; it is still one fresh process per
-submission, killed with its group on timeout, and no state passes from one to the next.
+submission, killed with its group on timeout, and no state passes from one to the next. The
+server also imports what a worker imports on the way (pxr's UsdGeom and Pcp, numpy), never
+anything of a submission.
 
 Protocol over the server's pipes, one JSON line each way: the caller sends
 [config path, diagnostics path, working folder]; the server answers ["pid", PID], then
 ["exit", CODE] when the worker ends (CODE negative for a signal, as subprocess reports it).
 
-This file is loaded by path in the server (no package imports): standard library only.
+The server runs this module (``python -m usd_repair_verifier.gates.validity.fork``, with the
+worker's environment: runner.worker_env); the caller imports it for ForkServer.
 """
 from __future__ import annotations
 
@@ -26,24 +29,21 @@ import sys
 import threading
 import time
 
-_BOOT = (
-    "import sys, importlib.util\n"
-    "sys.dont_write_bytecode = True\n"
-    "def load(name, path):\n"
-    "    spec = importlib.util.spec_from_file_location(name, path)\n"
-    "    mod = importlib.util.module_from_spec(spec)\n"
-    "    sys.modules[name] = mod\n"
-    "    spec.loader.exec_module(mod)\n"
-    "    return mod\n"
-    "worker = load('_usd_validity_worker', sys.argv[1])\n"
-    "server = load('_usd_validity_fork', sys.argv[2])\n"
-    "server.serve(worker._worker_main)\n"
-)
+FORK_MODULE = "usd_repair_verifier.gates.validity.fork"
 
 
 def serve(worker_main) -> None:
     """The server's loop (runs in the server process)."""
-    from pxr import Sdf, Tf, Usd, UsdUtils  # noqa: F401  what every worker would import
+    from pxr import Pcp, Sdf, Tf, Usd, UsdGeom, UsdUtils  # noqa: F401  what every worker would import
+
+    # The composed budget counts a mesh's triangles with numpy (gates/composed_budget.py): a
+    # worker would import it for every package that has a mesh, about 0.15 s each. One BLAS
+    # thread: importing numpy then starts no thread, and the server stays single-threaded.
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    try:
+        import numpy  # noqa: F401
+    except ImportError:  # a worker without numpy fails on a mesh as a fresh one does
+        pass
 
     os.write(1, b'["ready"]\n')
     for line in sys.stdin:
@@ -77,11 +77,11 @@ class ForkServerError(OSError):
 class ForkServer:
     START_TIMEOUT_S = 120.0
 
-    def __init__(self, worker_file: str, env: dict):
+    def __init__(self, env: dict):
         self._lock = threading.Lock()
         self._buffer = b""
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", _BOOT, worker_file, os.path.abspath(__file__)],
+            [sys.executable, "-m", FORK_MODULE],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
             start_new_session=True, bufsize=0,
         )
@@ -134,7 +134,7 @@ class ForkServer:
 
 
 class ForkedWorker:
-    """What validity's runner needs of a worker process: pid, wait(timeout), kill()."""
+    """What the runner needs of a worker process: pid, wait(timeout), kill()."""
 
     def __init__(self, server: ForkServer, pid: int):
         self.server, self.pid, self.returncode = server, pid, None
@@ -158,3 +158,9 @@ class ForkedWorker:
             os.kill(self.pid, signal.SIGKILL)
         except OSError:
             pass
+
+
+if __name__ == "__main__":
+    from .worker import main
+
+    serve(main)

@@ -23,8 +23,8 @@ may lower or raise):
 
     budget = min(absolute, FACTOR x reference count + SLACK)
 
-This module is loaded by file path inside the worker (it imports nothing from the
-verifier's packages), so it also runs where only pxr is importable.
+The worker (worker.py) runs this after every layer parsed and every dependency was found
+inside the package; pxr is imported only inside the counting functions.
 """
 from __future__ import annotations
 
