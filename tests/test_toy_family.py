@@ -85,7 +85,7 @@ def nudged(body, out):
     return out
 
 broken = nudged("/Cabinet/Drawer", work / "input")
-freeze("toy", asset, broken, work / "case", [Fault("f1", "body_nudged", "/Cabinet/Drawer")])
+freeze("toy", asset, broken, work / "case", [Fault(id="f1", kind="body_nudged", target="/Cabinet/Drawer")])
 other = nudged("/Cabinet/Door", work / "door_nudged")
 out = {}
 for name, submission in (("reference", asset), ("input", broken), ("healthy_broken", other)):
