@@ -186,7 +186,6 @@ def split_placement_and_shape(reference_points, candidate_points, tolerance: flo
       ``translation_m``   its length
       ``residual``        :func:`surface_agreement` of the aligned reference vs candidate:
                           the shape error once placement is factored out
-      ``unaligned``       :func:`surface_agreement` before alignment (placement + shape)
       ``tolerance``       the F-score tolerance used (default: 1 % of the reference's
                           bounding-box diagonal)
     A moved or rotated part gives a residual near the sampling noise; a scaled or
@@ -196,7 +195,7 @@ def split_placement_and_shape(reference_points, candidate_points, tolerance: flo
     are equally good, and the one with the smallest rotation angle is reported (a cube
     turned by 90 degrees reports ~0 degrees and a ~0 residual). The reported rotation
     is therefore ambiguous for symmetric parts: judge placement on the surface distance
-    (``unaligned``), not on the rotation alone.
+    before alignment (:func:`surface_agreement`), not on the rotation alone.
     """
     ref, cand = _as_points(reference_points), _as_points(candidate_points)
     if len(ref) == 0 or len(cand) == 0:
@@ -204,7 +203,7 @@ def split_placement_and_shape(reference_points, candidate_points, tolerance: flo
         empty = surface_agreement(ref, cand, tol)
         return {"rotation": np.eye(3), "rotation_deg": float("nan"),
                 "translation": np.full(3, np.nan), "translation_m": float("nan"),
-                "residual": empty, "unaligned": empty, "tolerance": tol}
+                "residual": empty, "tolerance": tol}
     if tolerance is None:
         lo, hi = ref.min(axis=0), ref.max(axis=0)
         tolerance = 0.01 * float(np.linalg.norm(hi - lo))
@@ -231,7 +230,6 @@ def split_placement_and_shape(reference_points, candidate_points, tolerance: flo
         "translation": translation,
         "translation_m": float(np.linalg.norm(translation)),
         "residual": surface_agreement(moved, cand, tol),
-        "unaligned": surface_agreement(ref, cand, tol),
         "tolerance": tol,
     }
 
