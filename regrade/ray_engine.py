@@ -89,25 +89,38 @@ class RayEngine:
         limit = max(1, int(ray.cluster_resources().get("CPU", self.jobs)))
         pending.reverse()
         flying: dict = {}  # ref -> (item, submitted at)
-        while pending or flying:
+
+        def dispatch() -> None:
             while pending and len(flying) < limit:
                 item = pending.pop()
                 flying[task.remote(vars(item))] = (item, time.monotonic())
+
+        dispatch()
+        while flying:
             now = time.monotonic()
             wait_s = max(0.0, min(start + self.time_limit - now for _, start in flying.values())) + 0.01
-            done, _ = ray.wait(list(flying), num_returns=1, timeout=wait_s)
-            for ref in done:
-                item, start = flying.pop(ref)
-                try:
-                    yield ItemResult(**ray.get(ref))
-                except (exceptions.WorkerCrashedError, exceptions.OutOfMemoryError, exceptions.NodeDiedError) as error:
-                    yield infrastructure_result(item, f"the grading worker died twice on this item: {type(error).__name__}",
-                                                time.monotonic() - start)
-                except exceptions.RayTaskError as error:  # a fault of the grader itself
-                    yield infrastructure_result(item, f"the grading worker failed: {error.cause!r}", time.monotonic() - start)
+            done, rest = ray.wait(list(flying), num_returns=1, timeout=wait_s)
+            if done and rest:  # and whatever else has finished meanwhile
+                done += ray.wait(rest, num_returns=len(rest), timeout=0)[0]
+            finished = [(ref, *flying.pop(ref)) for ref in done]
             now = time.monotonic()
-            for ref, (item, start) in list(flying.items()):
-                if now - start > self.time_limit:
-                    ray.cancel(ref, force=True)
-                    del flying[ref]
-                    yield infrastructure_result(item, time_limit_reason(self.time_limit), now - start)
+            expired = [(ref, *flying.pop(ref)) for ref, (_, start) in list(flying.items()) if now - start > self.time_limit]
+            for ref, _, _ in expired:
+                ray.cancel(ref, force=True)
+            # Refill the freed CPUs before handing results to the caller, whose writing would
+            # otherwise leave a worker idle for each result.
+            dispatch()
+            for ref, item, start in finished:
+                yield self._result(ray, exceptions, ref, item, start)
+            for _, item, start in expired:
+                yield infrastructure_result(item, time_limit_reason(self.time_limit), now - start)
+
+    @staticmethod
+    def _result(ray, exceptions, ref, item: Item, start: float) -> ItemResult:
+        try:
+            return ItemResult(**ray.get(ref))
+        except (exceptions.WorkerCrashedError, exceptions.OutOfMemoryError, exceptions.NodeDiedError) as error:
+            return infrastructure_result(item, f"the grading worker died twice on this item: {type(error).__name__}",
+                                         time.monotonic() - start)
+        except exceptions.RayTaskError as error:  # a fault of the grader itself
+            return infrastructure_result(item, f"the grading worker failed: {error.cause!r}", time.monotonic() - start)

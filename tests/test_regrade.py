@@ -19,6 +19,7 @@ import pytest
 from usd_repair_verifier.regrade import pool as pool_module
 from usd_repair_verifier.scoring.run import run_grade
 from usd_repair_verifier.regrade.warm import Item, WarmGrader
+from usd_repair_verifier.scoring.reward import INFRASTRUCTURE_EXIT
 
 REPO = Path(__file__).resolve().parent.parent
 CASES = REPO / "fixtures" / "cases"
@@ -318,7 +319,10 @@ try:
     print(json.dumps({"raised": None, "graded": graded}))
 except InputsNotShared as error:
     import ray
-    print(json.dumps({"raised": str(error), "graded": graded, "cpus": ray.cluster_resources().get("CPU")}))
+    # then, on the same cluster, an item past its time limit: cancelled, an infrastructure error
+    limited = [(r.key, r.exit_code, json.loads(r.grade_text)) for r in RayEngine(2, 0.05).run(items[:1])]
+    print(json.dumps({"raised": str(error), "graded": graded, "cpus": ray.cluster_resources().get("CPU"),
+                      "limited": limited}))
 """
 
 
@@ -337,6 +341,9 @@ def test_ray_checks_every_node_reads_the_inputs_before_grading_anything(tmp_path
     assert outcome["cpus"] == 2
     assert "cannot read 1 input folder(s)" in outcome["raised"] and str(missing) in outcome["raised"]
     assert "filesystem every node shares" in outcome["raised"]
+    [(key, exit_code, grade)] = outcome["limited"]
+    assert key == "readable" and grade["status"] == "infrastructure_error" and exit_code == INFRASTRUCTURE_EXIT, grade
+    assert "time limit of 0.05 s exceeded" in grade["infrastructure_error"]
 
 
 def test_regrade_the_records_store(tmp_path):
