@@ -7,7 +7,7 @@ shared here so that every family grades the same way (README, "Reward"):
 
 - passed: every component's error is within its tolerance;
 - progress: per component, 1 at or within tolerance, 0 at the input's frozen
-  error, linear in between; averaged over the components that were broken in
+  error (or within a billionth of it: floating-point noise), linear in between; averaged over the components that were broken in
   the input or are broken now (so an unchanged input scores 0, and breaking a
   healthy component while fixing another costs progress); 0 for the whole check
   while a component that marks a value invalid in itself fails (`voids_progress`).
@@ -23,6 +23,11 @@ from usd_repair_verifier.stage_snapshot.model import StageSnapshot
 
 # Log-ratio errors are capped so that a zero against a positive value stays finite.
 MAX_LOG_RATIO = 50.0
+
+# An error within this fraction of the input's frozen error is the input's error: the same
+# geometry measured with other builds of numpy or scipy differs in its last bits (seen:
+# 0.009148486447648832 against a frozen 0.009148486447648839), which must not read as a repair.
+SAME_AS_INPUT_RELATIVE = 1e-9
 
 
 @dataclass(frozen=True)
@@ -98,7 +103,7 @@ def component_progress(error: float, tolerance: float, input_error: float | None
         return 1.0
     if input_error is None or _within(input_error, tolerance) or not math.isfinite(input_error):
         return 0.0
-    if not math.isfinite(error):
+    if not math.isfinite(error) or input_error - error <= SAME_AS_INPUT_RELATIVE * input_error:
         return 0.0
     return max(0.0, min(1.0, (input_error - error) / (input_error - tolerance)))
 

@@ -12,6 +12,13 @@ def test_component_progress_is_one_within_tolerance_and_zero_at_input_error():
     assert component_progress(0.2505, 0.001, 0.5) == pytest.approx(0.5)
 
 
+def test_the_inputs_error_in_other_last_bits_is_no_progress():
+    """The same broken geometry measured by another numpy build: not a repair, however small."""
+    assert component_progress(0.009148486447648832, 0.001, 0.009148486447648839) == 0.0
+    assert component_progress(0.5 * (1 - 1e-10), 0.001, 0.5) == 0.0
+    assert component_progress(0.5 * (1 - 1e-6), 0.001, 0.5) > 0.0   # a real, if tiny, improvement counts
+
+
 def test_component_progress_never_negative_when_worse_than_input():
     assert component_progress(0.9, 0.001, 0.5) == 0.0
 
