@@ -2,7 +2,8 @@
 
 Each item is one task (`num_cpus=1`, `memory` as asked) running regrade/warm.py in a Ray
 worker process; Ray keeps its workers, so a worker's imports and reference snapshots serve
-every item it is given. The driver keeps a bounded number of tasks in flight (the cluster's
+every item it is given. Without --ray-address a local cluster of -j CPUs is started for the
+run and stopped when it ends. The driver keeps a bounded number of tasks in flight (the cluster's
 CPUs), collects them with `ray.wait` as they finish and alone writes the results.
 
 - Inputs are read by the workers, wherever they run: the cases and submissions must be on a
@@ -49,6 +50,8 @@ class InputsNotShared(RuntimeError):
 class RayEngine:
     def __init__(self, jobs: int, time_limit: float, address: str | None = None, memory_mb: int = 2048):
         self.jobs, self.time_limit, self.address, self.memory_mb = jobs, time_limit, address, memory_mb
+        self.started_cluster = False   # a local cluster started by this engine: stopped when its run ends
+        self.cluster_cpus = None
 
     def _start(self):
         import ray
@@ -60,6 +63,8 @@ class RayEngine:
                 path = os.pathsep.join(p for p in (str(IMPORT_ROOT), os.environ.get("PYTHONPATH", "")) if p)
                 os.environ["PYTHONPATH"] = path  # so they import this checkout's verifier
                 ray.init(num_cpus=self.jobs, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+                self.started_cluster = True
+        self.cluster_cpus = ray.cluster_resources().get("CPU")
         return ray
 
     def check_inputs(self, ray, items: list[Item]) -> None:
@@ -78,15 +83,23 @@ class RayEngine:
                                       f"e.g. {found['missing'][0]}: put them on a filesystem every node shares")
 
     def run(self, items: Iterable[Item]) -> Iterator[ItemResult]:
-        ray = self._start()
-        from ray import exceptions
-
         pending = list(items)
         if not pending:
             return
+        ray = self._start()
+        try:
+            yield from self._run(ray, pending)
+        finally:
+            if self.started_cluster:  # now, not at exit, where Ray first sleeps half a second
+                ray.shutdown()
+                self.started_cluster = False
+
+    def _run(self, ray, pending: list[Item]) -> Iterator[ItemResult]:
+        from ray import exceptions
+
         self.check_inputs(ray, pending)
         task = ray.remote(num_cpus=1, memory=self.memory_mb << 20, max_retries=1, retry_exceptions=False)(_grade_task)
-        limit = max(1, int(ray.cluster_resources().get("CPU", self.jobs)))
+        limit = max(1, int(self.cluster_cpus or self.jobs))
         pending.reverse()
         flying: dict = {}  # ref -> (item, submitted at)
 

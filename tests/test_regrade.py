@@ -319,9 +319,11 @@ try:
     print(json.dumps({"raised": None, "graded": graded}))
 except InputsNotShared as error:
     import ray
-    # then, on the same cluster, an item past its time limit: cancelled, an infrastructure error
+    # the engine stopped the cluster it started; then an item past its time limit: cancelled,
+    # an infrastructure error
+    stopped = not ray.is_initialized()
     limited = [(r.key, r.exit_code, json.loads(r.grade_text)) for r in RayEngine(2, 0.05).run(items[:1])]
-    print(json.dumps({"raised": str(error), "graded": graded, "cpus": ray.cluster_resources().get("CPU"),
+    print(json.dumps({"raised": str(error), "graded": graded, "cpus": engine.cluster_cpus, "stopped": stopped,
                       "limited": limited}))
 """
 
@@ -338,7 +340,7 @@ def test_ray_checks_every_node_reads_the_inputs_before_grading_anything(tmp_path
     assert proc.returncode == 0, proc.stderr[-3000:]
     outcome = json.loads(proc.stdout.strip().splitlines()[-1])
     assert outcome["graded"] == []  # not even the readable item
-    assert outcome["cpus"] == 2
+    assert outcome["cpus"] == 2 and outcome["stopped"] is True
     assert "cannot read 1 input folder(s)" in outcome["raised"] and str(missing) in outcome["raised"]
     assert "filesystem every node shares" in outcome["raised"]
     [(key, exit_code, grade)] = outcome["limited"]
