@@ -182,6 +182,9 @@ def _run_session(python: list[str], reference_root: Path, candidate_root: Path, 
         config_path.write_text(json.dumps({"reference": str(reference_root), "candidate": str(candidate_root),
                                            "results": str(results_path)}), encoding="utf-8")
         env["USDGRADE_PHYSICAL_CONFIG"] = str(config_path)
+        # The runtime tests need no plugin but their conftest: none of the interpreter's installed
+        # pytest plugins is loaded into the session (hypothesis alone cost a second per run).
+        env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
         argv = [*python, "-m", "pytest", str(RUNTIME_DIR), "-c", str(RUNTIME_DIR / "pytest.ini"),
                 "--rootdir", str(RUNTIME_DIR), "-q", "-p", "no:randomly", "-p", "no:xdist"]
         t0 = time.monotonic()
