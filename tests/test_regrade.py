@@ -306,9 +306,12 @@ def test_ray_engine_gives_the_local_engines_grades(tmp_path):
 
 RAY_UNSHARED = """
 import json, sys
+import ray
 from usd_repair_verifier.regrade.ray_engine import InputsNotShared, RayEngine
 from usd_repair_verifier.regrade.warm import Item
 
+# One local 2-CPU cluster for both engines below (an engine stops only a cluster it started)
+ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
 case, readable, missing = sys.argv[1:4]
 items = [Item("readable", case, readable), Item("missing", case, missing)]
 engine = RayEngine(2, 60.0)
@@ -318,13 +321,10 @@ try:
         graded.append(result.key)
     print(json.dumps({"raised": None, "graded": graded}))
 except InputsNotShared as error:
-    import ray
-    # the engine stopped the cluster it started; then an item past its time limit: cancelled,
-    # an infrastructure error
-    stopped = not ray.is_initialized()
+    # then an item past its time limit: cancelled, an infrastructure error
     limited = [(r.key, r.exit_code, json.loads(r.grade_text)) for r in RayEngine(2, 0.05).run(items[:1])]
-    print(json.dumps({"raised": str(error), "graded": graded, "cpus": engine.cluster_cpus, "stopped": stopped,
-                      "limited": limited}))
+    print(json.dumps({"raised": str(error), "graded": graded, "cpus": engine.cluster_cpus,
+                      "still_up": ray.is_initialized(), "limited": limited}))
 """
 
 
@@ -340,7 +340,7 @@ def test_ray_checks_every_node_reads_the_inputs_before_grading_anything(tmp_path
     assert proc.returncode == 0, proc.stderr[-3000:]
     outcome = json.loads(proc.stdout.strip().splitlines()[-1])
     assert outcome["graded"] == []  # not even the readable item
-    assert outcome["cpus"] == 2 and outcome["stopped"] is True
+    assert outcome["cpus"] == 2 and outcome["still_up"] is True
     assert "cannot read 1 input folder(s)" in outcome["raised"] and str(missing) in outcome["raised"]
     assert "filesystem every node shares" in outcome["raised"]
     [(key, exit_code, grade)] = outcome["limited"]
