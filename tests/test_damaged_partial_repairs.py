@@ -167,6 +167,7 @@ def test_damage_to_targeted_elements_never_beats_the_honest_partial_repair(case_
     for name, left in _partials(case_id):
         honest_dir = tmp_path / name
         inject(ASSETS / asset, honest_dir, [(faults[i][1], faults[i][2]) for i in left], SEED)
+        grade_in_process.start_validity_server()   # its worker forked, not a fresh interpreter
         validity = timed_validity(honest_dir, validity_limits(case))
         honest = _grade(case, honest_dir, validity)
         assert honest.status.value in ("graded", "preservation_failed"), honest.reasons

@@ -222,3 +222,50 @@ def test_difference_image_marks_a_moved_part_only():
     changed = np.any(diff != 0, axis=-1)
     assert changed.sum() > 20 and not np.any(render.difference(a, a))
     assert np.all(diff[changed].max(axis=-1) >= 64)                # every difference is visible against black
+
+
+def _owners_by_whole_boxes(screen, size: int) -> np.ndarray:
+    """The z-buffer's owners with every pixel of each triangle's box tested (the plain method the
+    row spans of raster._nearest_triangles must agree with), one triangle at a time."""
+    za, zc, zk = screen.z
+    zbuf = np.full((size, size), np.inf)
+    owner = np.full((size, size), -1, dtype=np.int64)
+    for t in screen.keep:
+        ys, xs = np.mgrid[screen.ymin[t]:screen.ymax[t] + 1, screen.xmin[t]:screen.xmax[t] + 1]
+        qx, qy = xs + 0.5, ys + 0.5
+        b0, b1 = screen.barycentrics(np.full(qx.shape, t), qx, qy)
+        inside = (b0 >= 0) & (b1 >= 0) & (b0 + b1 <= 1.0)
+        z = za[t] * qx + zc[t] * qy + zk[t]
+        nearer = inside & (z < zbuf[ys, xs])          # ties keep the lower triangle index
+        zbuf[ys[nearer], xs[nearer]] = z[nearer]
+        owner[ys[nearer], xs[nearer]] = t
+    return owner.reshape(-1)
+
+
+@pytest.mark.parametrize("kind", ["soup", "slivers", "axis_aligned", "fans"])
+def test_row_spans_find_every_pixel_the_whole_box_finds(kind):
+    """The rasterizer tests only a run of each row of a triangle's box; the owners are those of
+    testing the whole box, for large, thin, axis-aligned and shared-edge triangles alike."""
+    rng = np.random.default_rng(7)
+    n = 300
+    if kind == "soup":
+        triangles = rng.uniform(-1, 1, (n, 1, 3)) + rng.normal(0, 0.3, (n, 3, 3))
+    elif kind == "slivers":   # nearly degenerate: one corner almost on the opposite edge
+        a, b = rng.uniform(-1, 1, (n, 3)), rng.uniform(-1, 1, (n, 3))
+        c = 0.5 * (a + b) + rng.normal(0, 1e-4, (n, 3))
+        triangles = np.stack([a, b, c], axis=1)
+    elif kind == "axis_aligned":   # horizontal and vertical edges on the screen (zero gradients)
+        corners = np.round(rng.uniform(-1, 1, (n, 3, 3)) * 8) / 8
+        corners[:, 1, 2] = corners[:, 0, 2]
+        corners[:, 2, 1] = corners[:, 0, 1]
+        triangles = corners
+    else:   # triangle fans sharing edges and vertices: pixels on a shared edge go to one of them
+        angles = np.linspace(0, 2 * np.pi, n + 1)
+        rim = np.stack([np.zeros(n + 1), np.cos(angles), np.sin(angles)], axis=1)
+        triangles = np.stack([np.zeros((n, 3)), rim[:-1], rim[1:]], axis=1)
+    scene = render.Scene(triangles, np.full((n, 3), 0.5), np.arange(n), n)
+    bounds = render.union_bounds(scene)
+    for view in ("front", "three_quarter"):
+        cam = render.camera(view, bounds, 96)
+        screen = raster._screen(scene, cam)
+        assert np.array_equal(raster._nearest_triangles(screen, 96), _owners_by_whole_boxes(screen, 96)), view

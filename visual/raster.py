@@ -121,27 +121,57 @@ def _screen(scene: Scene, cam: dict) -> _Screen:
     return _Screen(xmin, xmax, ymin, ymax, keep, (a0, c0, k0), (a1, c1, k1), z)
 
 
+# A barycentric whose change along a row is below this (per pixel) bounds nothing in _row_spans:
+# its boundary's x is left to the exact per-fragment test.
+_FLAT_GRADIENT = 1e-7
+
+
+def _row_spans(screen: _Screen, idx: np.ndarray):
+    """For each row of each triangle's pixel box: (triangle, row, first x, count) of a run of
+    pixels that holds every pixel centre of the row inside the triangle.
+
+    Each barycentric is affine along a row, so its sign changes at most once: b0 >= 0, b1 >= 0
+    and b0 + b1 <= 1 each clip the row to a half-line. The clip is widened by one pixel on each
+    side, so rounding can only keep a pixel the exact test in _nearest_triangles then rejects,
+    never drop one it accepts; a gradient near zero clips nothing."""
+    (a0, c0, k0), (a1, c1, k1) = screen.b0, screen.b1
+    heights = (screen.ymax - screen.ymin + 1)[idx]
+    tri = np.repeat(idx, heights)
+    row = screen.ymin[tri] + (np.arange(int(heights.sum()), dtype=np.int64) - np.repeat(np.cumsum(heights) - heights, heights))
+    qy = row + 0.5
+    lo, hi = screen.xmin[tri].astype(np.float64), screen.xmax[tri].astype(np.float64)
+    # each constraint as A qx >= B
+    for a, b in ((a0[tri], -(c0[tri] * qy + k0[tri])), (a1[tri], -(c1[tri] * qy + k1[tri])),
+                 (-(a0[tri] + a1[tri]), (c0[tri] + c1[tri]) * qy + (k0[tri] + k1[tri]) - 1.0)):
+        rising, falling = a > _FLAT_GRADIENT, a < -_FLAT_GRADIENT
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            edge = np.clip(b / np.where(rising | falling, a, 1.0) - 0.5, lo - 2.0, hi + 2.0)  # in pixel x
+        lo = np.where(rising, np.maximum(lo, np.ceil(edge) - 1.0), lo)
+        hi = np.where(falling, np.minimum(hi, np.floor(edge) + 1.0), hi)
+    count = np.maximum(hi - lo + 1.0, 0.0).astype(np.int64)
+    keep = count > 0
+    return tri[keep], row[keep], lo[keep].astype(np.int64), count[keep]
+
+
 def _nearest_triangles(screen: _Screen, size: int) -> np.ndarray:
     """Z-buffer: per pixel the index of the nearest triangle covering its centre, -1 for none.
     Exact depth ties go to the lowest triangle index, so the result does not depend on chunking."""
-    xmin, ymin, keep = screen.xmin, screen.ymin, screen.keep
+    keep = screen.keep
     za, zc, zk = screen.z
     zbuf = np.full(size * size, np.inf)
     owner = np.full(size * size, -1, dtype=np.int64)
     none = np.iinfo(np.int64).max
-    w = (screen.xmax - xmin + 1)[keep]
-    counts = w * (screen.ymax - ymin + 1)[keep]
+    boxes = ((screen.xmax - screen.xmin + 1) * (screen.ymax - screen.ymin + 1))[keep]
     start = 0
     while start < len(keep):
-        # deterministic chunking by a running fragment budget (at least one triangle per chunk)
-        csum = np.cumsum(counts[start:])
+        # deterministic chunking by a running budget of box pixels (at least one triangle per chunk)
+        csum = np.cumsum(boxes[start:])
         stop = start + max(1, int(np.searchsorted(csum, FRAGMENT_BUDGET, side="right")))
-        idx, cw, cn = keep[start:stop], w[start:stop], counts[start:stop]
-        tri = np.repeat(idx, cn)
-        local = np.arange(int(cn.sum()), dtype=np.int64) - np.repeat(np.cumsum(cn) - cn, cn)
-        wr = np.repeat(cw, cn)
-        pxi = xmin[tri] + local % wr
-        pyi = ymin[tri] + local // wr
+        span_tri, span_row, span_x, span_n = _row_spans(screen, keep[start:stop])
+        tri = np.repeat(span_tri, span_n)
+        pxi = np.repeat(span_x, span_n) + (np.arange(int(span_n.sum()), dtype=np.int64)
+                                           - np.repeat(np.cumsum(span_n) - span_n, span_n))
+        pyi = np.repeat(span_row, span_n)
         qx, qy = pxi + 0.5, pyi + 0.5
         b0, b1 = screen.barycentrics(tri, qx, qy)
         inside = (b0 >= 0) & (b1 >= 0) & (b0 + b1 <= 1.0)
