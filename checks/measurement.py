@@ -7,10 +7,11 @@ shared here so that every family grades the same way (README, "Reward"):
 
 - passed: every component's error is within its tolerance;
 - progress: per component, 1 at or within tolerance, 0 at the input's frozen
-  error (or within a billionth of it: floating-point noise), linear in between; averaged over the components that were broken in
-  the input or are broken now (so an unchanged input scores 0, and breaking a
-  healthy component while fixing another costs progress); 0 for the whole check
-  while a component that marks a value invalid in itself fails (`voids_progress`).
+  error (or within a billionth of it: floating-point noise), linear in between;
+  averaged over the components that were broken in the input or are broken now
+  (so an unchanged input scores 0, and breaking a healthy component while fixing
+  another costs progress); 0 for the whole check while a component that marks a
+  value invalid in itself fails (`voids_progress`).
 """
 from __future__ import annotations
 
