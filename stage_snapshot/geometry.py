@@ -33,7 +33,7 @@ no points, non-finite referenced points) give ``None``; nothing here raises on b
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 import math
 
 import numpy as np
@@ -238,38 +238,46 @@ def _lathe(profile: list[tuple[float, float]], segments: int = SEGMENTS) -> tupl
     for p in profile:
         if not prof or (p[0] != prof[-1][0] or p[1] != prof[-1][1]):
             prof.append((float(p[0]), float(p[1])))
+    ct, st = _ring_directions(segments)
+    verts = [np.array([[0.0, 0.0, z]]) if rho == 0.0 else np.stack([rho * ct, rho * st, np.full(segments, z)], axis=1)
+             for rho, z in prof]
+    # The faces depend only on which profile points are poles: every capsule, sphere and cone
+    # of a stage shares a handful of them.
+    faces = _lathe_faces(tuple(rho == 0.0 for rho, _ in prof), segments)
+    return np.concatenate(verts).astype(np.float64), faces.copy()
+
+
+@lru_cache(maxsize=None)
+def _ring_directions(segments: int) -> tuple[np.ndarray, np.ndarray]:
     theta = 2.0 * np.pi * np.arange(segments) / segments
     ct, st = np.cos(theta), np.sin(theta)
-    verts, ring_index = [], []  # ring_index[i]: int (pole) or array of S ints
-    n = 0
-    for rho, z in prof:
-        if rho == 0.0:
-            verts.append(np.array([[0.0, 0.0, z]]))
-            ring_index.append(n)
-            n += 1
-        else:
-            verts.append(np.stack([rho * ct, rho * st, np.full(segments, z)], axis=1))
-            ring_index.append(np.arange(n, n + segments))
-            n += segments
+    ct.flags.writeable = st.flags.writeable = False   # shared by every call
+    return ct, st
+
+
+@lru_cache(maxsize=256)
+def _lathe_faces(poles: tuple[bool, ...], segments: int) -> np.ndarray:
+    """_lathe's faces for a profile whose points are poles (True) or rings (False)."""
+    ring_index, n = [], 0  # ring_index[i]: int (pole) or array of S ints
+    for pole in poles:
+        ring_index.append(n if pole else np.arange(n, n + segments))
+        n += 1 if pole else segments
     faces = []
-    for i in range(len(prof) - 1):
+    for i in range(len(poles) - 1):
         lo, hi = ring_index[i], ring_index[i + 1]
-        lo_pole, hi_pole = np.isscalar(lo) or np.ndim(lo) == 0, np.isscalar(hi) or np.ndim(hi) == 0
-        if lo_pole and hi_pole:
+        if poles[i] and poles[i + 1]:
             continue
-        if lo_pole:
+        if poles[i]:
             c, d = np.roll(hi, -1), hi
             faces.append(np.stack([np.full(segments, lo), c, d], axis=1))
-        elif hi_pole:
+        elif poles[i + 1]:
             a, b = lo, np.roll(lo, -1)
             faces.append(np.stack([a, b, np.full(segments, hi)], axis=1))
         else:
             a, b, c, d = lo, np.roll(lo, -1), np.roll(hi, -1), hi
             faces.append(np.stack([a, b, c], axis=1))
             faces.append(np.stack([a, c, d], axis=1))
-    v = np.concatenate(verts).astype(np.float64)
-    f = np.concatenate(faces).astype(np.int64) if faces else np.zeros((0, 3), np.int64)
-    return v, f
+    return np.concatenate(faces).astype(np.int64) if faces else np.zeros((0, 3), np.int64)
 
 
 def _arc(center_z: float, radius: float, a0: float, a1: float, steps: int) -> list[tuple[float, float]]:

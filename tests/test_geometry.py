@@ -134,6 +134,20 @@ def test_closed_implicit_prims_face_outwards():
         assert prim_triangles(prim, IDENTITY, 1.0).signed_volume > 0, name
 
 
+def test_surfaces_of_revolution_share_their_topology_but_never_their_arrays():
+    """Capsules of other sizes reuse one face list (a cache); what a caller gets is its own."""
+    from usd_repair_verifier.stage_snapshot.geometry import _lathe, round_cone_profile
+
+    small_v, small_f = _lathe(round_cone_profile(0.1, 0.1, 0.4))
+    large_v, large_f = _lathe(round_cone_profile(0.3, 0.3, 2.0))
+    assert np.array_equal(small_f, large_f) and not np.allclose(small_v, large_v)
+    expected_v, expected_f = small_v.copy(), small_f.copy()
+    small_v[:] = 0.0                               # a caller writing into its results
+    small_f[:] = 0
+    again_v, again_f = _lathe(round_cone_profile(0.1, 0.1, 0.4))
+    assert np.array_equal(again_v, expected_v) and np.array_equal(again_f, expected_f)
+
+
 def test_scaled_rotated_translated_transform():
     stage = _stage()
     xf = UsdGeom.Xform.Define(stage, "/Body")
