@@ -61,13 +61,19 @@ def _record(kind: str, ident: str, result: dict) -> TestRecord:
     return TestRecord(f"{kind}::{ident}", "passed" if result.get("passed") else "failed", kind, ident, jsonable(result))
 
 
+def grading_session(case: Case, submission: Path, validity: Future | None = None) -> GradingSession:
+    """The plugin's session for one submission, with this process's reference of the case (read
+    once) and, unless `validity` is given, a validity worker forked from the server."""
+    if validity is None:
+        start_validity_server()
+    return GradingSession(case, Path(submission), _ReferenceOnce(str(case.paths.root)), validity)
+
+
 def grade(case: Case | Path, submission: Path, validity: Future | None = None) -> Decision:
     """`validity`: the validity gate's (report, seconds) already computed, or None to run it (in a
     capped worker forked from this process's validity server, as in the warm grader)."""
     case = case if isinstance(case, Case) else load_case(case)
-    if validity is None:
-        start_validity_server()
-    session = GradingSession(case, Path(submission), _ReferenceOnce(str(case.paths.root)), validity)
+    session = grading_session(case, submission, validity)
     records = [_record("check", spec.id, session.measure_check(spec).to_json()) for spec in case.profile.checks]
     records += [_record("validity", r, session.validity_rule(r).to_json()) for r in VALIDITY_RULES]
     records += [_record("preservation", g, session.preservation_gate(g).to_json()) for g in PRESERVATION_GATES]

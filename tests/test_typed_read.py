@@ -338,8 +338,7 @@ def test_hostile_values_through_a_grading_session_are_scores(tmp_path_factory, s
     """The plugin's session (validity worker, both snapshots, every check and gate): an exception
     anywhere here would be an infrastructure error, so none may escape."""
     from usd_repair_verifier.profiles.case import load_case
-    from usd_repair_verifier.scoring.session import GradingSession
-    from tests import variants
+    from tests import grade_in_process, variants
 
     case = load_case(CABINET_CASE)
     submission = variants.copy_package(CABINET_CASE / "reference", tmp_path_factory.mktemp("hostile") / "pkg")
@@ -350,7 +349,7 @@ def test_hostile_values_through_a_grading_session_are_scores(tmp_path_factory, s
         Sdf.CreatePrimInLayer(stage.GetRootLayer(), prim)  # an over in the root layer, the strongest opinion
         author(stage.GetRootLayer(), prim, name, type_name, raw)
     variants.author_in_root_layer(submission, edit)
-    session = GradingSession(case, submission)
+    session = grade_in_process.grading_session(case, submission)   # the reference read once
     assert session.validity.infrastructure_error is None, session.validity.infrastructure_error
     if not session.validity.valid:
         # Refused with a reason (e.g. a face count that composes past the triangle budget): an
