@@ -137,7 +137,8 @@ def _row_spans(screen: _Screen, idx: np.ndarray):
     (a0, c0, k0), (a1, c1, k1) = screen.b0, screen.b1
     heights = (screen.ymax - screen.ymin + 1)[idx]
     tri = np.repeat(idx, heights)
-    row = screen.ymin[tri] + (np.arange(int(heights.sum()), dtype=np.int64) - np.repeat(np.cumsum(heights) - heights, heights))
+    row = screen.ymin[tri] + (np.arange(int(heights.sum()), dtype=np.int64)
+                              - np.repeat(np.cumsum(heights) - heights, heights))
     qy = row + 0.5
     lo, hi = screen.xmin[tri].astype(np.float64), screen.xmax[tri].astype(np.float64)
     # each constraint as A qx >= B
