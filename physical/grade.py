@@ -1,4 +1,4 @@
-"""The physical grade: gate, engine probe, the runtime pytest session in a subprocess, OUT/physical.json.
+"""The physical grade: gate, engine probe, the runtime pytest session in a process of its own, OUT/physical.json.
 
 Separate from the reward: never reads or writes reward.json/grade.json, never touches authored_usd,
 never combines scores. Statuses (each with a reason when not graded):
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -21,6 +22,7 @@ from usd_repair_verifier import IMPORT_ROOT
 from usd_repair_verifier.profiles.digest import tree_digest
 from usd_repair_verifier.scoring.outputs import prepare_separate_output, write_json
 
+from . import runtime_server
 from .results import PROPERTIES, TESTS, nulls
 from .settings import ENGINE_MODULES, SETTINGS, THRESHOLDS, pinned_versions
 
@@ -86,11 +88,11 @@ class _Stop(Exception):
 
 def run_physical(case: Path, submission: Path, out: Path, *, python: list[str] | None = None,
                  validity_timeout_s: float | None = None) -> dict:
-    """Grade and write OUT/physical.json; returns the record. python: the runtime interpreter argv."""
+    """Grade and write OUT/physical.json; returns the record. python: the runtime interpreter argv
+    (a fresh one); None: this interpreter, forked from the runtime server when one runs."""
     started = time.monotonic()
     case, submission, out = Path(case), Path(submission), Path(out)
     prepare_separate_output(out, submission, PHYSICAL_FILE)
-    python = list(python or [sys.executable])
     record: dict = {
         "record_version": RECORD_VERSION, "status": None, "reason": None,
         "case": str(case), "submission": str(submission),
@@ -102,7 +104,7 @@ def run_physical(case: Path, submission: Path, out: Path, *, python: list[str] |
     try:
         loaded = _load_case(case, submission, record)
         candidate_root = _check_validity(submission, loaded, record, validity_timeout_s)
-        _check_engine(python, record)
+        _check_engine(python or [sys.executable], record)
         payload, exit_code = _run_session(python, loaded.reference_root_layer, candidate_root, record)
         _check_payload(payload, exit_code, submission, loaded, record)
         status, reason, results = "graded", _refusal(payload), payload["results"]
@@ -169,39 +171,76 @@ def _check_engine(python: list[str], record: dict) -> None:
                     + ", ".join(mismatched) + " (pip install -e '.[physical]')")
 
 
-def _run_session(python: list[str], reference_root: Path, candidate_root: Path, record: dict) -> tuple[dict, int]:
-    """Step 4: the runtime tests in their own pytest session, in a subprocess (an engine crash cannot
-    take the grade down with it, and the authored-USD grade never imports the engine); returns the
-    results it wrote and its exit code."""
+def session_env() -> dict:
+    """The runtime session's environment, but for its config file: this process's, with the
+    kernel cache, the verifier first on the import path and no installed pytest plugin (the
+    runtime tests need none but their conftest; hypothesis alone cost a second per run)."""
     env = dict(os.environ)
     env.setdefault(CACHE_ENV, str(DEFAULT_CACHE))
     env["PYTHONPATH"] = os.pathsep.join([str(IMPORT_ROOT), *filter(None, [env.get("PYTHONPATH")])])
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    return env
+
+
+def _run_session(python: list[str] | None, reference_root: Path, candidate_root: Path, record: dict) -> tuple[dict, int]:
+    """Step 4: the runtime tests in their own pytest session, in a process of their own (an engine
+    crash cannot take the grade down with it, and the authored-USD grade never imports the engine):
+    forked from this process's runtime server when it runs one and no other interpreter was asked
+    for (physical/runtime_server.py), else a fresh interpreter. Returns the results the session
+    wrote and its exit code."""
+    env = session_env()
     record["engine"]["kernel_cache"] = env[CACHE_ENV]
     with tempfile.TemporaryDirectory(prefix="usdgrade-physical-") as tmp:
         config_path, results_path = Path(tmp) / "config.json", Path(tmp) / "results.json"
         config_path.write_text(json.dumps({"reference": str(reference_root), "candidate": str(candidate_root),
                                            "results": str(results_path)}), encoding="utf-8")
         env["USDGRADE_PHYSICAL_CONFIG"] = str(config_path)
-        # The runtime tests need no plugin but their conftest: none of the interpreter's installed
-        # pytest plugins is loaded into the session (hypothesis alone cost a second per run).
-        env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-        argv = [*python, "-m", "pytest", str(RUNTIME_DIR), "-c", str(RUNTIME_DIR / "pytest.ini"),
-                "--rootdir", str(RUNTIME_DIR), "-q", "-p", "no:randomly", "-p", "no:xdist"]
+        args = [str(RUNTIME_DIR), "-c", str(RUNTIME_DIR / "pytest.ini"), "--rootdir", str(RUNTIME_DIR), "-q",
+                "-p", "no:randomly", "-p", "no:xdist"]
+        server = runtime_server.server_for(env) if python is None else None
         t0 = time.monotonic()
-        try:
-            # cwd: the temporary folder, where MuJoCo writes its MUJOCO_LOG.TXT on a refusal
-            done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=tmp,
-                                  timeout=RUNTIME_TIMEOUT_S)
-        except subprocess.TimeoutExpired as error:
-            raise _Stop("infrastructure_error", f"the runtime session ran past {RUNTIME_TIMEOUT_S} s") from error
+        # cwd: the temporary folder, where MuJoCo writes its MUJOCO_LOG.TXT on a refusal
+        exit_code, output, forked = (_forked_session(server, args, env, tmp) if server is not None else
+                                     _fresh_session([*(python or [sys.executable]), "-m", "pytest", *args], env, tmp))
         record["timings"]["runtime_session_s"] = round(time.monotonic() - t0, 3)
-        record["runtime_session"] = {"argv": argv[len(python):], "exit_code": done.returncode,
-                                     "output_tail": _tail(done.stdout + done.stderr)}
+        record["runtime_session"] = {"argv": ["-m", "pytest", *args], "exit_code": exit_code,
+                                     "output_tail": _tail(output), "forked": forked}
         try:
-            return json.loads(results_path.read_text(encoding="utf-8")), done.returncode
+            return json.loads(results_path.read_text(encoding="utf-8")), exit_code
         except (OSError, ValueError) as error:
-            raise _Stop("infrastructure_error", f"the runtime session wrote no results (exit {done.returncode}): "
+            raise _Stop("infrastructure_error", f"the runtime session wrote no results (exit {exit_code}): "
                                                 f"{type(error).__name__}: {error}") from error
+
+
+def _fresh_session(argv: list[str], env: dict, cwd: str) -> tuple[int, str, bool]:
+    """(exit code, output, forked: False)"""
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=cwd, timeout=RUNTIME_TIMEOUT_S)
+    except subprocess.TimeoutExpired as error:
+        raise _Stop("infrastructure_error", f"the runtime session ran past {RUNTIME_TIMEOUT_S} s") from error
+    return done.returncode, done.stdout + done.stderr, False
+
+
+def _forked_session(server, args: list[str], env: dict, cwd: str) -> tuple[int, str, bool]:
+    """The session forked from the server: its config holds argv and environment, its output goes
+    to a file; past the time limit its process group is killed."""
+    request, output = Path(cwd) / "session.json", Path(cwd) / "session-output.txt"
+    request.write_text(json.dumps({"argv": args, "env": env}), encoding="utf-8")
+    output.touch()
+    try:
+        child = server.spawn(str(request), str(output), cwd)
+    except OSError:  # the server is gone: this session runs fresh
+        return _fresh_session([sys.executable, "-m", "pytest", *args], env, cwd)
+    try:
+        code = child.wait(timeout=RUNTIME_TIMEOUT_S)
+    except subprocess.TimeoutExpired as error:
+        try:
+            os.killpg(child.pid, signal.SIGKILL)
+        except OSError:
+            child.kill()
+        child.wait()
+        raise _Stop("infrastructure_error", f"the runtime session ran past {RUNTIME_TIMEOUT_S} s") from error
+    return code, output.read_text(encoding="utf-8", errors="replace"), True
 
 
 def _check_payload(payload: dict, exit_code: int, submission: Path, loaded, record: dict) -> None:

@@ -85,6 +85,8 @@ class RuntimeSession(_Strict):
     argv: list[str]
     exit_code: int
     output_tail: str
+    forked: bool = Field(False, description="forked from the grading process's runtime server (which had "
+                                            "imported the engine), not a fresh interpreter: the same session")
 
 
 class PhysicalRecord(_Strict):

@@ -3,7 +3,9 @@
     python -m usd_repair_verifier.physical.sweep fixtures/cases OUTDIR [--reference] [-j 2]
 
 Prints, per case, its fault kinds and which runtime properties failed (with figures): the table
-of which runtime tests detect which fault kinds.
+of which runtime tests detect which fault kinds. With -j 1 and this interpreter, the sessions fork
+from one runtime server (physical/runtime_server.py: the engine imported once); a server runs one
+session at a time, so with -j N each grade starts its own interpreter.
 """
 from __future__ import annotations
 
@@ -15,7 +17,8 @@ from pathlib import Path
 
 from usd_repair_verifier.scoring.progress import progress
 
-from .grade import run_physical
+from . import runtime_server
+from .grade import run_physical, session_env
 
 
 def _one(case: Path, out_root: Path, role: str, python) -> dict:
@@ -47,9 +50,14 @@ def main(argv=None) -> int:
     roles = ["input"] + (["reference"] if args.reference else [])
     jobs = [(c, r) for c in cases for r in roles]
     python = args.python.split() if args.python else None
-    with ThreadPoolExecutor(args.j) as pool:
-        rows = list(progress(pool.map(lambda job: _one(job[0], Path(args.out), job[1], python), jobs),
-                             "physical grades", "grade", total=len(jobs)))
+    if python is None and args.j == 1:
+        runtime_server.start_runtime_server(session_env())
+    try:
+        with ThreadPoolExecutor(args.j) as pool:
+            rows = list(progress(pool.map(lambda job: _one(job[0], Path(args.out), job[1], python), jobs),
+                                 "physical grades", "grade", total=len(jobs)))
+    finally:
+        runtime_server.stop_runtime_server()
     table = []
     for row in rows:
         rec = row["record"]

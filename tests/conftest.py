@@ -29,10 +29,10 @@ def _stop_validity_server():
 
 @pytest.fixture(autouse=True, scope="session")
 def _child_sessions_without_hypothesis():
-    """Child pytest sessions (`pytest checks` grades, Harbor's test.sh, the CLI) run with the
-    installed pytest plugins, as the operator's command does, except hypothesis's: only these
-    tests install it (the `test` extra), and its plugin imports all of hypothesis at the end of
-    every session, 0.8 s of a 1.8 s grade (measured). The operator's install has no hypothesis."""
+    """Child pytest sessions load the plugins the operator's command would: in the checkout only
+    those pyproject.toml names; elsewhere (an installed verifier, no ini) every installed one,
+    except hypothesis's here: only these tests install it (the `test` extra), and its plugin
+    imports all of hypothesis at the end of every session, 0.8 s of a 1.8 s grade (measured)."""
     import os
 
     before = os.environ.get("PYTEST_ADDOPTS")

@@ -4,6 +4,10 @@ These tests need the engine: `pip install -e '.[test]'` (the README's test comma
 install it; the tests never install anything). Without it they FAIL (test_engine_is_installed says
 why); they never skip. Warp kernels compile once into
 WARP_CACHE_PATH (default: .warp-cache/ in the checkout), about 20 s.
+
+The runtime sessions fork from one runtime server per test process (physical/runtime_server.py),
+as a sweep's do: about 2.5 s a grade instead of 6. test_same_bytes_same_record grades the same
+bytes once forked and once in a fresh interpreter and finds the same record.
 """
 from __future__ import annotations
 
@@ -15,8 +19,9 @@ from pathlib import Path
 import pytest
 
 from usd_repair_verifier.physical import cli as physical_cli
+from usd_repair_verifier.physical import runtime_server
 from bench.calibrate_physical import split_door_panel
-from usd_repair_verifier.physical.grade import PHYSICAL_FILE, run_physical
+from usd_repair_verifier.physical.grade import PHYSICAL_FILE, run_physical, session_env
 from usd_repair_verifier.physical.record import PhysicalRecord
 from usd_repair_verifier.physical.results import PROPERTIES, TESTS
 from usd_repair_verifier.physical.settings import ENGINE_MODULES, pinned_versions
@@ -30,6 +35,18 @@ ANT = CASES / "ant_two_joint_faults"
 CABINET = CASES / "cabinet_drawer_door"
 ANT_RENAMES = {"ant": "robot", "torso": "trunk", "front_left_leg": "leg_a", "hip_1": "hip_a"}
 CABINET_RENAMES = {"Cabinet": "Kitchen", "Drawer": "Box", "DoorHinge": "Hinge1", "Joints": "Constraints"}
+
+
+@pytest.fixture(scope="session")
+def forked_runtime_sessions():
+    """One runtime server for every test of this process (session scope: xdist may split the
+    module's tests in several runs on one worker)."""
+    runtime_server.start_runtime_server(session_env())
+    yield
+    runtime_server.stop_runtime_server()
+
+
+pytestmark = pytest.mark.usefixtures("forked_runtime_sessions")
 
 
 @pytest.fixture(autouse=True)
@@ -123,8 +140,23 @@ def test_reference_against_itself_passes_every_test(ant_self):
 
 
 def test_same_bytes_same_record(ant_self, tmp_path):
-    again = run_physical(ANT, ANT / "reference", tmp_path / "again")
+    """The same bytes, once forked from the runtime server and once in a fresh interpreter."""
+    again = run_physical(ANT, ANT / "reference", tmp_path / "again", python=[sys.executable])
+    assert ant_self["runtime_session"]["forked"] is True and again["runtime_session"]["forked"] is False
     assert without_timings(again) == {**without_timings(ant_self), "case": again["case"], "submission": again["submission"]}
+
+
+def test_a_forked_session_past_its_time_limit_is_killed_and_the_server_goes_on(tmp_path, monkeypatch):
+    from usd_repair_verifier.physical import grade as physical_grade
+
+    with monkeypatch.context() as patch:
+        patch.setattr(physical_grade, "RUNTIME_TIMEOUT_S", 0.3)
+        r = run_physical(CASES / "gen_cartpole_1", CASES / "gen_cartpole_1" / "reference", tmp_path / "limited")
+    assert r["status"] == "infrastructure_error" and r["reason"] == "the runtime session ran past 0.3 s"
+    assert_all_null(r, "ran past")
+    after = run_physical(CASES / "gen_cartpole_1", CASES / "gen_cartpole_1" / "reference", tmp_path / "after")
+    assert after["runtime_session"]["forked"] is True
+    assert after["status"] == "graded" and after["summary"]["failed"] == 0 and after["summary"]["passed"] > 0
 
 
 def test_flattened_variant_passes_every_test(tmp_path):

@@ -307,10 +307,16 @@ def test_ray_engine_gives_the_warm_graders_grades(grader, tmp_path):
 
 
 RAY_UNSHARED = """
-import json, sys
+import json, os, sys
 import ray
-from usd_repair_verifier.regrade.ray_engine import InputsNotShared, RayEngine
+from usd_repair_verifier.regrade.ray_engine import InputsNotShared, RayEngine, stop_started_cluster
 from usd_repair_verifier.regrade.warm import Item
+
+
+def children():
+    me = os.getpid()
+    return {int(pid) for task in os.listdir(f"/proc/{me}/task")
+            for pid in open(f"/proc/{me}/task/{task}/children").read().split()}
 
 # One local 2-CPU cluster for both engines below (an engine stops only a cluster it started)
 ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
@@ -325,8 +331,16 @@ try:
 except InputsNotShared as error:
     # then an item past its time limit: cancelled, an infrastructure error
     limited = [(r.key, r.exit_code, json.loads(r.grade_text)) for r in RayEngine(2, 0.05).run(items[:1])]
-    print(json.dumps({"raised": str(error), "graded": graded, "cpus": engine.cluster_cpus,
-                      "still_up": ray.is_initialized(), "limited": limited}))
+    still_up = ray.is_initialized()
+    cluster = children()  # the cluster's processes: this process started it
+    monitor = [info.process for info in ray._private.worker._global_node.all_processes.get("monitor", [])]
+    shutdown, at_shutdown = ray.shutdown, []
+    ray.shutdown = lambda: at_shutdown.append([process.poll() for process in monitor]) or shutdown()
+    stop_started_cluster(ray)
+    left = sorted(pid for pid in cluster if os.path.exists(f"/proc/{pid}"))
+    print(json.dumps({"raised": str(error), "graded": graded, "cpus": engine.cluster_cpus, "still_up": still_up,
+                      "limited": limited, "cluster": len(cluster), "left": left, "down": not ray.is_initialized(),
+                      "monitor_at_shutdown": at_shutdown}))
 """
 
 
@@ -348,6 +362,10 @@ def test_ray_checks_every_node_reads_the_inputs_before_grading_anything(tmp_path
     [(key, exit_code, grade)] = outcome["limited"]
     assert key == "readable" and grade["status"] == "infrastructure_error" and exit_code == INFRASTRUCTURE_EXIT, grade
     assert "time limit of 0.05 s exceeded" in grade["infrastructure_error"]
+    # and the stop of a cluster this process started leaves none of its processes behind
+    assert outcome["cluster"] >= 4 and outcome["left"] == [] and outcome["down"] is True
+    # its autoscaler monitor already killed when Ray's own stop begins (which gives it a second it always takes)
+    assert outcome["monitor_at_shutdown"] == [[-9]]
 
 
 def test_regrade_the_records_store(tmp_path):

@@ -34,24 +34,28 @@ def test_png_is_valid_and_round_trips():
 
 
 def test_views_are_512_png_and_readable(tmp_path):
+    """Every view at a quarter of the size (the same pipeline), and one at the real size: files,
+    digests, PNG decoding, the asset framed and shaded."""
     case = CASES / "cabinet_drawer_door"
-    result = render.render_pair(case / "reference", case / "input", tmp_path)
-    assert set(result["views"]) >= {"front", "side", "top", "three_quarter"}
+    small = render.render_pair(case / "reference", case / "input", tmp_path / "small", size=render.SIZE // 4)
+    assert set(small["views"]) >= {"front", "side", "top", "three_quarter"}
+    full = render.render_pair(case / "reference", case / "input", tmp_path / "full", views=("three_quarter",))
     background = np.round(np.array(raster.BACKGROUND) * 255).astype(np.uint8)
-    for role in ("reference", "candidate"):
-        for view in result["views"]:
-            entry = result[role][view]
-            data = (tmp_path / entry["file"]).read_bytes()
-            assert render.sha256(data) == entry["digest"] == render.sha256(entry["png"])
-            pixels = render.decode_png(data)
-            assert pixels.shape == (512, 512, 3)
-            covered = np.any(pixels != background, axis=2).mean()
-            assert 0.05 < covered < 0.95, (role, view, covered)      # the asset fills a good part of the frame
-            assert len(np.unique(pixels.reshape(-1, 3), axis=0)) >= 3  # shaded, not a flat silhouette
+    for result, folder, size in ((small, tmp_path / "small", render.SIZE // 4), (full, tmp_path / "full", 512)):
+        for role in ("reference", "candidate"):
+            for view in result["views"]:
+                entry = result[role][view]
+                data = (folder / entry["file"]).read_bytes()
+                assert render.sha256(data) == entry["digest"] == render.sha256(entry["png"])
+                pixels = render.decode_png(data)
+                assert pixels.shape == (size, size, 3)
+                covered = np.any(pixels != background, axis=2).mean()
+                assert 0.05 < covered < 0.95, (role, view, covered)      # the asset fills a good part of the frame
+                assert len(np.unique(pixels.reshape(-1, 3), axis=0)) >= 3  # shaded, not a flat silhouette
 
 
 # Determinism does not depend on the image size: these tests render at a quarter of it (the
-# same pipeline, a sixteenth of the pixels); the test above checks the real size.
+# same pipeline, a sixteenth of the pixels); the test above checks the real size too.
 SMALL = render.SIZE // 4
 
 

@@ -16,7 +16,9 @@ Protocol over the server's pipes, one JSON line each way: the caller sends
 ["exit", CODE] when the worker ends (CODE negative for a signal, as subprocess reports it).
 
 The server runs this module (``python -m usd_repair_verifier.gates.validity.fork``, with the
-worker's environment: runner.worker_env); the caller imports it for ForkServer.
+worker's environment: runner.worker_env); the caller imports it for ForkServer. The physical
+grade's runtime sessions have a server of the same kind (physical/runtime_server.py: another
+module, what it imports ahead, what a forked child runs).
 """
 from __future__ import annotations
 
@@ -32,9 +34,9 @@ import time
 FORK_MODULE = "usd_repair_verifier.gates.validity.fork"
 
 
-def serve(worker_main) -> None:
-    """The server's loop (runs in the server process)."""
-    from pxr import Pcp, Sdf, Tf, Usd, UsdGeom, UsdUtils  # noqa: F401  what every worker would import
+def preload_validity() -> None:
+    """What every validity worker would import, imported once in the server."""
+    from pxr import Pcp, Sdf, Tf, Usd, UsdGeom, UsdUtils  # noqa: F401
 
     # The composed budget counts a mesh's triangles with numpy (gates/composed_budget.py): a
     # worker would import it for every package that has a mesh, about 0.15 s each. One BLAS
@@ -45,13 +47,23 @@ def serve(worker_main) -> None:
     except ImportError:  # a worker without numpy fails on a mesh as a fresh one does
         pass
 
-    os.write(1, b'["ready"]\n')
+
+def serve(worker_main, preload=preload_validity) -> None:
+    """The server's loop (runs in the server process): preload, then one forked child per request
+    running worker_main(config path)."""
+    # The answers go out on a copy of stdout; whatever the server itself prints (an engine's
+    # banner while preloading) goes where its stderr goes, never into the protocol.
+    answers = os.dup(1)
+    os.dup2(2, 1)
+    preload()
+    os.write(answers, b'["ready"]\n')
     for line in sys.stdin:
         cfg_path, stderr_path, cwd = json.loads(line)
         pid = os.fork()
         if pid == 0:  # the worker: a session of its own, output to the diagnostics file
             code = 70
             try:
+                os.close(answers)
                 os.setsid()
                 null = os.open(os.devnull, os.O_RDONLY)
                 out = os.open(stderr_path, os.O_WRONLY | os.O_APPEND)
@@ -64,10 +76,13 @@ def serve(worker_main) -> None:
                 sys.stderr.flush()
             finally:
                 os._exit(code)
-        os.write(1, (json.dumps(["pid", pid]) + "\n").encode())
+        os.write(answers, (json.dumps(["pid", pid]) + "\n").encode())
         _, status = os.waitpid(pid, 0)
         code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
-        os.write(1, (json.dumps(["exit", code]) + "\n").encode())
+        os.write(answers, (json.dumps(["exit", code]) + "\n").encode())
+    # Input closed: nothing is left to write. Leave without the interpreter's teardown, where an
+    # engine's native libraries take seconds (measured: over 3 s for Newton and Warp).
+    os._exit(0)
 
 
 class ForkServerError(OSError):
@@ -77,17 +92,22 @@ class ForkServerError(OSError):
 class ForkServer:
     START_TIMEOUT_S = 120.0
 
-    def __init__(self, env: dict):
+    def __init__(self, env: dict, module: str = FORK_MODULE, name: str = "validity"):
         self._lock = threading.Lock()
         self._buffer = b""
+        self.name = name
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", FORK_MODULE],
+            [sys.executable, "-m", module],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
             start_new_session=True, bufsize=0,
         )
-        if self._message(self.START_TIMEOUT_S) != ["ready"]:
+        try:
+            started = self._message(self.START_TIMEOUT_S) == ["ready"]
+        except (OSError, ValueError):
+            started = False
+        if not started:
             self.close()
-            raise ForkServerError("the validity fork server did not start")
+            raise ForkServerError(f"the {name} fork server did not start")
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -101,7 +121,7 @@ class ForkServer:
                 return None  # timed out
             chunk = os.read(fd, 4096)
             if not chunk:
-                raise ForkServerError("the validity fork server ended")
+                raise ForkServerError(f"the {self.name} fork server ended")
             self._buffer += chunk
         line, _, self._buffer = self._buffer.partition(b"\n")
         return json.loads(line)
@@ -113,10 +133,10 @@ class ForkServer:
             message = self._message(self.START_TIMEOUT_S)
         except (OSError, ValueError) as error:
             self._lock.release()
-            raise ForkServerError(f"the validity fork server failed: {error}") from error
+            raise ForkServerError(f"the {self.name} fork server failed: {error}") from error
         if not message or message[0] != "pid":
             self._lock.release()
-            raise ForkServerError(f"the validity fork server answered {message!r}")
+            raise ForkServerError(f"the {self.name} fork server answered {message!r}")
         return ForkedWorker(self, int(message[1]))
 
     def close(self) -> None:
@@ -148,7 +168,7 @@ class ForkedWorker:
             message = ["exit", -signal.SIGKILL]  # the server died with its worker: a crash
             self.server.close()
         if message is None:
-            raise subprocess.TimeoutExpired(f"validity worker {self.pid}", timeout)
+            raise subprocess.TimeoutExpired(f"{self.server.name} worker {self.pid}", timeout)
         self.returncode = int(message[1])
         self.server._lock.release()
         return self.returncode
