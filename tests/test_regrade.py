@@ -205,12 +205,12 @@ def test_pool_contains_hangs_and_dying_workers(tmp_path):
         subs[key] = tmp_path / key / "app"
         shutil.copytree(case / "reference", subs[key])
     items = [Item(key, str(case), str(path)) for key, path in subs.items()]
-    results = {r.key: r for r in _FaultyPool(2, time_limit=5.0).run(items)}
+    results = {r.key: r for r in _FaultyPool(2, time_limit=3.0).run(items)}
     assert sorted(results) == sorted(subs)
     grades = {key: json.loads(r.grade_text) for key, r in results.items()}
     assert grades["crash-1"]["status"] == "infrastructure_error" and results["crash-1"].attempts == 2
     assert "died" in grades["crash-1"]["infrastructure_error"]
-    assert grades["hang-1"]["infrastructure_error"] == "time limit of 5 s exceeded: the grade did not finish"
+    assert grades["hang-1"]["infrastructure_error"] == "time limit of 3 s exceeded: the grade did not finish"
     assert json.loads(results["hang-1"].reward_text) == {"authored_usd": 0.0}
     for key in ("flaky-1", "ok-1", "ok-2"):
         assert grades[key]["status"] == "graded" and grades[key]["authored_usd"] == 1.0, key
@@ -225,10 +225,10 @@ def test_a_timed_out_item_does_not_stop_its_pool(tmp_path):
         app = tmp_path / key / "app"
         shutil.copytree(case / "reference", app)
         items.append(Item(key, str(case), str(app)))
-    results = {r.key: r for r in _FaultyPool(1, time_limit=5.0).run(items)}
+    results = {r.key: r for r in _FaultyPool(1, time_limit=3.0).run(items)}
     hung, after = json.loads(results["hang-1"].grade_text), json.loads(results["ok-1"].grade_text)
     assert hung["status"] == "infrastructure_error" and results["hang-1"].exit_code == 3
-    assert hung["infrastructure_error"] == "time limit of 5 s exceeded: the grade did not finish"
+    assert hung["infrastructure_error"] == "time limit of 3 s exceeded: the grade did not finish"
     assert after["status"] == "graded" and after["authored_usd"] == 1.0
 
 
