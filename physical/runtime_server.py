@@ -21,6 +21,9 @@ import os
 import tempfile
 from pathlib import Path
 
+# The validity gate's fork server (standard library only at import): its protocol and client.
+from usd_repair_verifier.gates.validity.fork import ForkServer, ForkServerError, serve
+
 SERVER_MODULE = "usd_repair_verifier.physical.runtime_server"
 
 # Two boxes on a hinge, above the ground the engine adds: what every model's load and run use
@@ -97,15 +100,19 @@ def session_main(config_path: str) -> int:
     return int(pytest.main(config["argv"]))
 
 
+class RuntimeServer(ForkServer):
+    # Its start loads a model: on an empty kernel cache Warp compiles first (about 20 s idle,
+    # minutes on a busy machine), as the first fresh session would.
+    START_TIMEOUT_S = 900.0
+
+
 def start_runtime_server(env: dict) -> None:
     """Start this process's server with a session's environment (session_env, physical/grade.py);
     idempotent. A server that fails to start is simply not used: sessions then run fresh."""
     global _SERVER, _SERVER_ENV
-    from usd_repair_verifier.gates.validity.fork import ForkServer, ForkServerError
-
     if _SERVER is None or not _SERVER.alive():
         try:
-            _SERVER, _SERVER_ENV = ForkServer(env, module=SERVER_MODULE, name="physical runtime"), dict(env)
+            _SERVER, _SERVER_ENV = RuntimeServer(env, module=SERVER_MODULE, name="physical runtime"), dict(env)
         except (ForkServerError, OSError):
             _SERVER = None
 
@@ -125,6 +132,4 @@ def server_for(env: dict):
 
 
 if __name__ == "__main__":
-    from usd_repair_verifier.gates.validity.fork import serve
-
     serve(session_main, preload=preload)
