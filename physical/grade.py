@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -19,6 +18,7 @@ import time
 from pathlib import Path
 
 from usd_repair_verifier import IMPORT_ROOT
+from usd_repair_verifier.gates.validity.fork import kill_group
 from usd_repair_verifier.profiles.digest import tree_digest
 from usd_repair_verifier.scoring.outputs import prepare_separate_output, write_json
 
@@ -234,11 +234,7 @@ def _forked_session(server, args: list[str], env: dict, cwd: str) -> tuple[int, 
     try:
         code = child.wait(timeout=RUNTIME_TIMEOUT_S)
     except subprocess.TimeoutExpired as error:
-        try:
-            os.killpg(child.pid, signal.SIGKILL)
-        except OSError:
-            child.kill()
-        child.wait()
+        kill_group(child)
         raise _Stop("infrastructure_error", f"the runtime session ran past {RUNTIME_TIMEOUT_S} s") from error
     return code, output.read_text(encoding="utf-8", errors="replace"), True
 

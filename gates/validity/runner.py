@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import usd_repair_verifier
 
+from .fork import kill_group
 from .limits import WORKER_MAX_STDERR_BYTES, ResourceLimits
 from .protocol import WorkerConfig, WorkerResult
 from .text import clean, inside, show
@@ -105,11 +106,7 @@ def _execute(cfg_path: str, stderr_path: str, cwd: str, timeout_s: float) -> _En
         try:
             return _Ended(proc.wait(timeout=timeout_s), False)
         except subprocess.TimeoutExpired:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except OSError:
-                proc.kill()
-            return _Ended(proc.wait(), True)
+            return _Ended(kill_group(proc), True)
 
 
 def _forked_worker(cfg_path: str, stderr_path: str, cwd: str):

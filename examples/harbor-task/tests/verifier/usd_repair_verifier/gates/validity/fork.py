@@ -85,6 +85,16 @@ def serve(worker_main, preload=preload_validity) -> None:
     os._exit(0)
 
 
+def kill_group(worker) -> int:
+    """Kill a worker that leads its own process group (a Popen started in a new session, or a
+    ForkedWorker) with everything in the group, then reap it; returns its exit code."""
+    try:
+        os.killpg(worker.pid, signal.SIGKILL)
+    except OSError:
+        worker.kill()
+    return worker.wait()
+
+
 class ForkServerError(OSError):
     """The server is gone or answered nonsense: the caller falls back to a fresh worker."""
 
