@@ -79,23 +79,25 @@ class LayerScan:
     # -- reading ------------------------------------------------------------
     def read(self, what: str, fn: Callable[[], Any]) -> tuple[bool, Any]:
         """Read a value through fn(); record corruption as a parse error."""
-        errors, shown = self.worker.parse_errors, self.worker.show(self.loc)
         try:
             return True, fn()
         except TypeError as exc:
             if "to_python" in str(exc) or "converter" in str(exc):
                 return False, None  # binding limitation (e.g. subLayerOffsets), not corruption
-            errors.append(f"{shown}: {what} cannot be read: {self.worker.usd_message(exc)}")
-            return False, None
+            self.read_failed(f"{what} cannot be read: {self.worker.usd_message(exc)}")
         except MemoryError:
-            errors.append(f"{shown}: {what} exceeds the verifier's memory cap (corrupt or oversized array)")
-            return False, None
+            self.read_failed(f"{what} exceeds the verifier's memory cap (corrupt or oversized array)")
         except Exception as exc:
             msg = self.worker.usd_message(exc)
             if "unpacking a value" in msg:
                 msg += " (a corrupt or oversized array: it does not fit the verifier's memory cap)"
-            errors.append(f"{shown}: {what} cannot be read: {msg}")
-            return False, None
+            self.read_failed(f"{what} cannot be read: {msg}")
+        return False, None
+
+    def read_failed(self, problem: str) -> None:
+        # The layer's name is formatted only for a failed read: formatting it ahead of every
+        # read took most of the scan of a clean package.
+        self.worker.parse_errors.append(f"{self.worker.show(self.loc)}: {problem}")
 
     def asset_values(self, value: Any, in_clips: bool = False) -> Iterator[FoundAsset]:
         """Yield (asset path string, is_layer) found in a metadata/attribute value (iterative)."""
