@@ -16,6 +16,7 @@ the size of modules and functions, which keeps each one readable in one sitting.
 from __future__ import annotations
 
 import ast
+import functools
 from collections import defaultdict
 from pathlib import Path
 
@@ -88,7 +89,11 @@ def _imported(module: str, path: Path) -> set[str]:
     return out
 
 
-IMPORTS = {module: _imported(module, path) for module, path in MODULES.items()}
+@functools.cache
+def imports() -> dict[str, set[str]]:
+    """Module -> the repository modules it imports. Parsed when a test first asks, not at
+    collection: every xdist worker collects this file, one of them runs its tests."""
+    return {module: _imported(module, path) for module, path in MODULES.items()}
 
 
 def _package(module: str) -> str:
@@ -104,13 +109,13 @@ def test_every_code_folder_is_in_a_layer():
 
 def test_no_import_goes_up_a_layer():
     upward = [f"{module} ({LAYER_NAME[_package(module)]}) imports {target} ({LAYER_NAME[_package(target)]})"
-              for module, targets in IMPORTS.items() for target in sorted(targets)
+              for module, targets in imports().items() for target in sorted(targets)
               if target in MODULES and RANK[_package(target)] > RANK[_package(module)]]
     assert not upward, "\n".join(upward)
 
 
 def test_the_package_never_imports_tests_or_tools():
-    stray = [f"{module} imports {target}" for module, targets in IMPORTS.items() for target in sorted(targets)
+    stray = [f"{module} imports {target}" for module, targets in imports().items() for target in sorted(targets)
              if target not in MODULES]
     assert not stray, "\n".join(stray)
 
@@ -157,7 +162,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_no_two_packages_import_each_other():
     graph = defaultdict(set)
-    for module, targets in IMPORTS.items():
+    for module, targets in imports().items():
         graph[_package(module)] |= {_package(t) for t in targets if t in MODULES and _package(t) != _package(module)}
     assert not _cycles(graph)
 
@@ -166,7 +171,7 @@ def test_no_modules_import_each_other():
     # A module importing its own package's __init__ (which exports the package's names from its
     # modules) is not counted: that is how a package is assembled, not two modules leaning on each other.
     graph = {module: {t for t in targets if t in MODULES and not module.startswith(t + ".")}
-             for module, targets in IMPORTS.items()}
+             for module, targets in imports().items()}
     assert not _cycles(graph)
 
 
