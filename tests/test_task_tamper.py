@@ -49,18 +49,19 @@ printf '%s' "$PAYLOAD_OUT" > /logs/verifier/conftest.py
 echo '{"authored_usd": 1.0}' > /logs/verifier/reward.json
 echo 1.0 > /logs/verifier/reward.txt
 mkdir -p /logs/verifier/planted && echo x > /logs/verifier/planted/file
-# A process that keeps rewriting the reward, and one that waits for the grade to end.
-nohup bash -c 'while true; do echo "{\"authored_usd\": 1.0}" > /logs/verifier/reward.json; sleep 0.2; done' >/dev/null 2>&1 &
-nohup bash -c 'until [ -e /pwned-status/exit ]; do sleep 0.2; done; echo "{\"authored_usd\": 1.0}" > /logs/verifier/reward.json; echo 1.0 > /logs/verifier/reward.txt' >/dev/null 2>&1 &
+# A process that keeps rewriting the reward, and one that waits for the grade to end. Each says
+# when it runs, so that the grade starts with both alive.
+nohup bash -c 'touch /pwned-status/rewriter; while true; do echo "{\"authored_usd\": 1.0}" > /logs/verifier/reward.json; sleep 0.2; done' >/dev/null 2>&1 &
+nohup bash -c 'touch /pwned-status/waiter; until [ -e /pwned-status/exit ]; do sleep 0.2; done; echo "{\"authored_usd\": 1.0}" > /logs/verifier/reward.json; echo 1.0 > /logs/verifier/reward.txt' >/dev/null 2>&1 &
 # Variables a login shell would pick up from profile files the agent can write.
 export USDGRADE_SUBMISSION=/tests/case/reference USDGRADE_OUT=/pwned/out USDGRADE_PYTHON=/bin/false
 export PYTEST_ADDOPTS='-p pwned_plugin' PYTEST_PLUGINS=pwned_plugin PYTHONPATH=/app PYTHONSTARTUP=/app/conftest.py
 export PYTHONUSERBASE=/app PYTHONINSPECT=1
-sleep 1
+until [ -e /pwned-status/rewriter ] && [ -e /pwned-status/waiter ]; do sleep 0.05; done
 # Harbor runs the verifier's entry point with its output in the verifier log folder.
 bash /tests/test.sh > /logs/verifier/test-stdout.txt 2>&1
 echo "test.sh exit $?" > /pwned-status/exit
-sleep 3   # time for any survivor to act
+sleep 1   # time for any survivor to act (each polls every 0.2 s)
 """
 
 OUTER_SCRIPT = r"""
