@@ -69,11 +69,15 @@ def test_warm_grades_are_the_fresh_command_byte_for_byte(grader, tmp_path):
     items = [(case, side if isinstance(side, Path) else CASES / case / side) for case, side in SUBMISSIONS]
     items.append(("hopper_body_and_com", _invalid_package(tmp_path)))
     items.append(("ant_two_joint_faults", DEMO))  # again, after other cases: a cache hit
+    fresh_outs: dict = {}   # (case, submission) -> its fresh grade's folder: the repeat is not graded fresh again
     for n, (case, submission) in enumerate(items):
         warm = grader.grade(Item(f"item-{n}", str(CASES / case), str(submission)))
-        fresh = _fresh(CASES / case, submission, tmp_path / f"fresh-{n}")
-        assert _without_timings(warm.grade_text) == _without_timings(fresh), (case, submission)
-        assert json.loads(warm.reward_text) == json.loads((tmp_path / f"fresh-{n}" / "reward.json").read_text())
+        out = fresh_outs.get((case, str(submission)))
+        if out is None:
+            out = fresh_outs[(case, str(submission))] = tmp_path / f"fresh-{n}"
+            _fresh(CASES / case, submission, out)
+        assert _without_timings(warm.grade_text) == _without_timings((out / "grade.json").read_text()), (case, submission)
+        assert json.loads(warm.reward_text) == json.loads((out / "reward.json").read_text())
         assert warm.exit_code == 0 and not warm.recycle
     statuses = {json.loads(grader.grade(Item("again", str(CASES / "hopper_body_and_com"),
                                              str(_invalid_package(tmp_path / "x")))).grade_text)["status"]}
