@@ -291,29 +291,11 @@ def test_regrade_refuses_a_bad_selection(tmp_path):
     assert code == 2 and "job folders or --db" in stderr
 
 
-def test_ray_engine_gives_the_warm_graders_grades(grader, tmp_path):
-    """`usdgrade regrade --engine ray` on a local cluster writes the grades of the warm grader (which
-    are the fresh command's, above; the local engine runs the same grader in its workers)."""
-    pytest.importorskip("ray", reason="the ray extra is not installed")
-    trials = [("ant_two_joint_faults", DEMO, 0.5, "m"),
-              ("cabinet_drawer_door", CASES / "cabinet_drawer_door" / "input", 0.0, "m"),
-              ("gen_cartpole_1", CASES / "gen_cartpole_1" / "reference", 1.0, "m")]
-    job = _job(tmp_path, trials)
-    code, stdout, stderr = _regrade(str(job), "--cases", str(CASES), "--out", str(tmp_path / "ray"),
-                                    "--engine", "ray", "-j", "2")
-    assert code == 0, stderr
-    assert "graded 3 in" in stdout
-    ray_ = {p.parent.name: _without_timings(p.read_text()) for p in (tmp_path / "ray").rglob("grade.json")}
-    warm = {f"trial-{n}": _without_timings(grader.grade(Item(f"trial-{n}", str(CASES / case),
-                                                             str(job / f"trial-{n}" / "artifacts" / "app"))).grade_text)
-            for n, (case, _, _, _) in enumerate(trials)}
-    assert len(ray_) == 3 and ray_ == warm
-
-
-RAY_UNSHARED = """
-import json, os, sys
+RAY_SCRIPT = """
+import contextlib, io, json, os, sys
 import ray
-from usd_repair_verifier.regrade.ray_engine import InputsNotShared, RayEngine, stop_started_cluster
+from usd_repair_verifier.commands.cli import main
+from usd_repair_verifier.regrade.ray_engine import InputsNotShared, RayEngine
 from usd_repair_verifier.regrade.warm import Item
 
 
@@ -322,51 +304,87 @@ def children():
     return {int(pid) for task in os.listdir(f"/proc/{me}/task")
             for pid in open(f"/proc/{me}/task/{task}/children").read().split()}
 
-# One local 2-CPU cluster for both engines below (an engine stops only a cluster it started)
-ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
-case, readable, missing = sys.argv[1:4]
+job, cases, out, case, readable, missing = sys.argv[1:7]
+outcome = {}
+# One local 2-CPU cluster for the whole script, started on the spot by an engine (as the command
+# starts it without --ray-address); every other engine below finds it up and leaves it running.
+starter = RayEngine(2, 60.0)
+starter._start()
+outcome["cpus"] = starter.cluster_cpus
+
+# 1. The command, on that cluster.
+printed = io.StringIO()
+with contextlib.redirect_stdout(printed):
+    outcome["code"] = main(["regrade", job, "--cases", cases, "--out", out, "--engine", "ray", "-j", "2",
+                            "--no-progress"])
+outcome["stdout"] = printed.getvalue()
+
+# 2. A submission folder a node cannot read stops a run before anything is graded.
 items = [Item("readable", case, readable), Item("missing", case, missing)]
-engine = RayEngine(2, 60.0)
 graded = []
 try:
-    for result in engine.run(items):
+    for result in RayEngine(2, 60.0).run(items):
         graded.append(result.key)
-    print(json.dumps({"raised": None, "graded": graded}))
+    outcome["raised"] = None
 except InputsNotShared as error:
-    # then an item past its time limit: cancelled, an infrastructure error
-    limited = [(r.key, r.exit_code, json.loads(r.grade_text)) for r in RayEngine(2, 0.05).run(items[:1])]
-    still_up = ray.is_initialized()
-    cluster = children()  # the cluster's processes: this process started it
-    monitor = [info.process for info in ray._private.worker._global_node.all_processes.get("monitor", [])]
-    shutdown, at_shutdown = ray.shutdown, []
-    ray.shutdown = lambda: at_shutdown.append([process.poll() for process in monitor]) or shutdown()
-    stop_started_cluster(ray)
-    left = sorted(pid for pid in cluster if os.path.exists(f"/proc/{pid}"))
-    print(json.dumps({"raised": str(error), "graded": graded, "cpus": engine.cluster_cpus, "still_up": still_up,
-                      "limited": limited, "cluster": len(cluster), "left": left, "down": not ray.is_initialized(),
-                      "monitor_at_shutdown": at_shutdown}))
+    outcome["raised"] = str(error)
+outcome["graded"] = graded
+
+# 3. An item past its time limit: cancelled, an infrastructure error.
+outcome["limited"] = [(r.key, r.exit_code, json.loads(r.grade_text)) for r in RayEngine(2, 0.05).run(items[:1])]
+outcome["still_up"] = ray.is_initialized()
+
+# 4. The engine that started the cluster stops it when its run ends, leaving none of its
+# processes (this process started them), its autoscaler monitor killed before Ray's own stop.
+cluster = children()
+monitor = [info.process for info in ray._private.worker._global_node.all_processes.get("monitor", [])]
+shutdown, at_shutdown = ray.shutdown, []
+ray.shutdown = lambda: at_shutdown.append([process.poll() for process in monitor]) or shutdown()
+outcome["last"] = [json.loads(r.grade_text)["status"] for r in starter.run(items[:1])]
+outcome.update(cluster=len(cluster), left=sorted(pid for pid in cluster if os.path.exists(f"/proc/{pid}")),
+               down=not ray.is_initialized(), monitor_at_shutdown=at_shutdown)
+print(json.dumps(outcome))
 """
 
 
-def test_ray_checks_every_node_reads_the_inputs_before_grading_anything(tmp_path):
-    """On a local 2-CPU cluster: a submission folder a node cannot read stops the run up front."""
+def test_ray_engine_on_a_local_cluster(grader, tmp_path):
+    """On one local 2-CPU cluster: `usdgrade regrade --engine ray` writes the grades of the warm
+    grader (which are the fresh command's, above; the local engine runs the same grader in its
+    workers); a submission folder a node cannot read stops the run up front; an item past its time
+    limit is an infrastructure error; the engine that started the cluster stops all of it."""
     pytest.importorskip("ray", reason="the ray extra is not installed")
     import subprocess
 
+    trials = [("ant_two_joint_faults", DEMO, 0.5, "m"),
+              ("cabinet_drawer_door", CASES / "cabinet_drawer_door" / "input", 0.0, "m"),
+              ("gen_cartpole_1", CASES / "gen_cartpole_1" / "reference", 1.0, "m")]
+    job = _job(tmp_path, trials)
     case = CASES / "gen_cartpole_1"
     missing = tmp_path / "not-on-this-node" / "app"
-    proc = subprocess.run([sys.executable, "-c", RAY_UNSHARED, str(case), str(case / "reference"), str(missing)],
+    proc = subprocess.run([sys.executable, "-c", RAY_SCRIPT, str(job), str(CASES), str(tmp_path / "ray"), str(case),
+                           str(case / "reference"), str(missing)],
                           cwd=REPO, capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert proc.returncode == 0, proc.stderr[-3000:]
     outcome = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert outcome["cpus"] == 2
+
+    assert outcome["code"] == 0 and "graded 3 in" in outcome["stdout"], outcome["stdout"]
+    ray_ = {p.parent.name: _without_timings(p.read_text()) for p in (tmp_path / "ray").rglob("grade.json")}
+    warm = {f"trial-{n}": _without_timings(grader.grade(Item(f"trial-{n}", str(CASES / case),
+                                                             str(job / f"trial-{n}" / "artifacts" / "app"))).grade_text)
+            for n, (case, _, _, _) in enumerate(trials)}
+    assert len(ray_) == 3 and ray_ == warm
+
     assert outcome["graded"] == []  # not even the readable item
-    assert outcome["cpus"] == 2 and outcome["still_up"] is True
     assert "cannot read 1 input folder(s)" in outcome["raised"] and str(missing) in outcome["raised"]
     assert "filesystem every node shares" in outcome["raised"]
+
     [(key, exit_code, grade)] = outcome["limited"]
     assert key == "readable" and grade["status"] == "infrastructure_error" and exit_code == INFRASTRUCTURE_EXIT, grade
     assert "time limit of 0.05 s exceeded" in grade["infrastructure_error"]
-    # and the stop of a cluster this process started leaves none of its processes behind
+    assert outcome["still_up"] is True
+
+    assert outcome["last"] == ["graded"]
     assert outcome["cluster"] >= 4 and outcome["left"] == [] and outcome["down"] is True
     # its autoscaler monitor already killed when Ray's own stop begins (which gives it a second it always takes)
     assert outcome["monitor_at_shutdown"] == [[-9]]
