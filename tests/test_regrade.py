@@ -160,18 +160,24 @@ def test_validity_forked_from_the_server_reports_what_a_fresh_worker_reports(tmp
     server = validity._FORK_SERVER
     names = ["clean", "malformed_usda", "random_usdc", "usdz_member_escape", "self_sublayer", "texture_escape",
              "too_many_prims", "crate_claims_billions", "missing_variant_payload"]
+    validity.start_fork_server()   # one server for every offence (a no-op if this process has one)
+    forking = validity._FORK_SERVER
+    spawn, forked_workers = forking.spawn, []
+    forking.spawn = lambda *args: forked_workers.append(spawn(*args)) or forked_workers[-1]
     try:
         for name in names:
             case = OFFENCES[name]
             submission = case.build(tmp_path_factory.mktemp(name))
-            validity._FORK_SERVER = None
+            validity._FORK_SERVER = None   # no server: a fresh worker
             fresh = validity.check_submission(submission, case.limits).to_json()
-            validity.start_fork_server()
+            validity._FORK_SERVER = forking
             forked = validity.check_submission(submission, case.limits).to_json()
             assert forked == fresh, name
+        assert len(forked_workers) == len(names)   # every "forked" report came from the server's worker
     finally:
-        if validity._FORK_SERVER is not None and validity._FORK_SERVER is not server:
-            validity._FORK_SERVER.close()
+        del forking.spawn
+        if forking is not server:
+            forking.close()
         validity._FORK_SERVER = server
 
 
