@@ -14,19 +14,6 @@ def no_network(monkeypatch):
     monkeypatch.setattr(socket, "create_connection", refuse)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _stop_validity_server():
-    """A module that graded with tests/grade_in_process.py leaves no validity fork server behind:
-    it was started with that module's environment, and a later module's validity workers must
-    see their own (tests/test_validity_rules.py sets a fault variable for its workers)."""
-    yield
-    import sys
-
-    helper = sys.modules.get("tests.grade_in_process")
-    if helper is not None:
-        helper.stop_validity_server()
-
-
 @pytest.fixture(autouse=True, scope="session")
 def _child_sessions_without_hypothesis():
     """Child pytest sessions load the plugins the operator's command would: in the checkout only

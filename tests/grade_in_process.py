@@ -94,19 +94,14 @@ class _Warm:
 
 
 def start_validity_server() -> None:
-    """Validity workers fork from a server that imported pxr once (gates/validity_fork.py) instead
+    """Validity workers fork from a server that imported pxr once (gates/validity/fork.py) instead
     of each starting an interpreter. The server is process-wide and keeps the environment it was
-    started with: tests/conftest.py stops it after each module that graded here (a later test may
-    set variables its validity workers must see), and the next grade starts it again."""
+    started with: it is started again when a test has changed the workers' environment (a fault
+    variable of tests/test_validity_rules.py), and a worker never forks from a server whose
+    environment is not the current one (it starts fresh)."""
     from usd_repair_verifier.gates import validity
 
-    validity.start_fork_server()   # a no-op while it is alive
-
-
-def stop_validity_server() -> None:
-    from usd_repair_verifier.gates import validity
-
-    validity.stop_fork_server()
+    validity.start_fork_server()   # a no-op while it is alive and current
 
 
 def warm_grader():

@@ -181,6 +181,37 @@ def test_validity_forked_from_the_server_reports_what_a_fresh_worker_reports(tmp
         validity._FORK_SERVER = server
 
 
+def test_a_validity_worker_never_forks_from_a_server_of_another_environment(monkeypatch, tmp_path):
+    """The server's children inherit the environment it started with: once the workers' own would
+    differ (a variable set since), the worker starts fresh, and the next start replaces the server."""
+    from usd_repair_verifier.gates import validity
+    from test_validity_rules import CASES as OFFENCES
+
+    server = validity._FORK_SERVER   # this process's: left as it is
+    validity._FORK_SERVER = None
+    validity.start_fork_server()
+    first = validity._FORK_SERVER
+    spawn, forked_workers = first.spawn, []
+    first.spawn = lambda *args: forked_workers.append(spawn(*args)) or forked_workers[-1]
+    clean = OFFENCES["clean"]
+    submission = clean.build(tmp_path)
+    try:
+        assert validity.check_submission(submission, clean.limits).valid and len(forked_workers) == 1
+        monkeypatch.setenv("PYTEST_CURRENT_TEST", "another test")   # pytest's own: the worker reads none
+        assert validity.check_submission(submission, clean.limits).valid and len(forked_workers) == 2
+        monkeypatch.setenv("USDGRADE_TEST_CHANGED", "1")
+        assert validity.check_submission(submission, clean.limits).valid and len(forked_workers) == 2
+        validity.start_fork_server()
+        assert validity._FORK_SERVER is not first and not first.alive()
+        assert validity._FORK_SERVER.env["USDGRADE_TEST_CHANGED"] == "1"
+    finally:
+        del first.spawn
+        first.close()
+        if validity._FORK_SERVER not in (first, None):
+            validity._FORK_SERVER.close()
+        validity._FORK_SERVER = server
+
+
 def test_the_validity_fork_server_has_one_thread_and_numpy_loaded(grader):
     """Workers are forked from the server: a thread of its own would be missing in every worker.
     numpy, which a worker imports to count a mesh's triangles, is imported once, by the server."""

@@ -214,18 +214,24 @@ def __dir__() -> list[str]:
 
 
 # A process that grades many submissions forks each worker from a server that imported pxr
-# once (fork.py); otherwise, and whenever the server fails, a fresh interpreter. The runner
-# reads this process's server here.
+# once (fork.py); otherwise, and whenever the server fails or was started with another
+# environment than a fresh worker's would be now, a fresh interpreter. The runner reads this
+# process's server here.
 _FORK_SERVER = None
 
 
 def start_fork_server() -> None:
+    """Start this process's server, or start it again if the worker's environment changed since
+    (a no-op while it is alive and current)."""
     global _FORK_SERVER
     from .fork import ForkServer
-    from .runner import worker_env
+    from .runner import same_worker_env, worker_env
 
-    if _FORK_SERVER is None or not _FORK_SERVER.alive():
-        _FORK_SERVER = ForkServer(worker_env())
+    env = worker_env()
+    if _FORK_SERVER is not None and (not _FORK_SERVER.alive() or not same_worker_env(_FORK_SERVER.env, env)):
+        stop_fork_server()
+    if _FORK_SERVER is None:
+        _FORK_SERVER = ForkServer(env)
 
 
 def stop_fork_server() -> None:

@@ -106,6 +106,7 @@ class ForkServer:
         self._lock = threading.Lock()
         self._buffer = b""
         self.name = name
+        self.env = dict(env)   # what every forked child inherits, whatever the caller's is by then
         self.proc = subprocess.Popen(
             [sys.executable, "-m", module],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,

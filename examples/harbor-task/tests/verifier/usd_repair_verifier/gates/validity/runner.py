@@ -46,6 +46,16 @@ def worker_env() -> dict:
     return env
 
 
+def same_worker_env(a: dict, b: dict) -> bool:
+    """Would a worker behave the same in both environments? pytest's own variables (PYTEST_*) are
+    left out: pytest changes them while a session and each test run (PYTEST_CURRENT_TEST,
+    PYTEST_VERSION), and the worker, which runs no pytest, reads none of them."""
+    def kept(env: dict) -> dict:
+        return {k: v for k, v in env.items() if not k.startswith("PYTEST_")}
+
+    return kept(a) == kept(b)
+
+
 def run_worker(root: str, root_layer: str, limits: ResourceLimits, timeout_s: float,
                memory_bytes: int, reference: str | None = None) -> tuple[WorkerResult, str | None]:
     """Run the USD part in a capped subprocess.  Returns (result, infrastructure error)."""
@@ -113,8 +123,8 @@ def _forked_worker(cfg_path: str, stderr_path: str, cwd: str):
     from .. import validity  # the package holds this process's fork server (start_fork_server)
 
     server = validity._FORK_SERVER
-    if server is None:
-        return None
+    if server is None or not same_worker_env(server.env, worker_env()):
+        return None   # a fresh worker, with the environment it would have now
     try:
         return server.spawn(cfg_path, stderr_path, cwd)
     except OSError:  # the server is gone: this worker starts fresh
