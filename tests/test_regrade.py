@@ -160,7 +160,8 @@ def test_validity_forked_from_the_server_reports_what_a_fresh_worker_reports(tmp
     server = validity._FORK_SERVER
     names = ["clean", "malformed_usda", "random_usdc", "usdz_member_escape", "self_sublayer", "texture_escape",
              "too_many_prims", "crate_claims_billions", "missing_variant_payload"]
-    validity.start_fork_server()   # one server for every offence (a no-op if this process has one)
+    validity._FORK_SERVER = None     # this process's server is left as it is
+    validity.start_fork_server()     # one server of this test's for every offence
     forking = validity._FORK_SERVER
     spawn, forked_workers = forking.spawn, []
     forking.spawn = lambda *args: forked_workers.append(spawn(*args)) or forked_workers[-1]
@@ -176,8 +177,7 @@ def test_validity_forked_from_the_server_reports_what_a_fresh_worker_reports(tmp
         assert len(forked_workers) == len(names)   # every "forked" report came from the server's worker
     finally:
         del forking.spawn
-        if forking is not server:
-            forking.close()
+        forking.close()
         validity._FORK_SERVER = server
 
 
