@@ -57,7 +57,7 @@ nohup bash -c 'touch /pwned-status/waiter; until [ -e /pwned-status/exit ]; do s
 export USDGRADE_SUBMISSION=/tests/case/reference USDGRADE_OUT=/pwned/out USDGRADE_PYTHON=/bin/false
 export PYTEST_ADDOPTS='-p pwned_plugin' PYTEST_PLUGINS=pwned_plugin PYTHONPATH=/app PYTHONSTARTUP=/app/conftest.py
 export PYTHONUSERBASE=/app PYTHONINSPECT=1
-until [ -e /pwned-status/rewriter ] && [ -e /pwned-status/waiter ]; do sleep 0.05; done
+for _ in $(seq 200); do [ -e /pwned-status/rewriter ] && [ -e /pwned-status/waiter ] && break; sleep 0.05; done
 # Harbor runs the verifier's entry point with its output in the verifier log folder.
 bash /tests/test.sh > /logs/verifier/test-stdout.txt 2>&1
 echo "test.sh exit $?" > /pwned-status/exit
@@ -152,6 +152,8 @@ def run_attack(layout, app_link: str = "", agent_script: str = AGENT_SCRIPT, rew
     logs = layout["logs"]
     log = (logs / "test-stdout.txt").read_text() if (logs / "test-stdout.txt").exists() else ""
     assert (layout["status"] / "exit").read_text().strip() == "test.sh exit 0", r.stderr[-2000:] + log[-3000:]
+    if agent_script is AGENT_SCRIPT:   # both planted processes ran before the grade began
+        assert (layout["status"] / "rewriter").exists() and (layout["status"] / "waiter").exists()
     assert sorted(os.listdir(logs)) == ["grade.json", "reward.json", "test-stdout.txt"], log[-2000:]
     assert read_json(logs / "reward.json") == {"authored_usd": reward}
     assert sorted(os.listdir(layout["pwned"])) == [], "planted code ran"
