@@ -65,7 +65,6 @@ def Xform "World" (prepend apiSchemas = ["PhysicsArticulationRootAPI"])
 """
 
 _SERVER = None       # this process's server (start_runtime_server), used by physical/grade.py
-_SERVER_ENV: dict = {}
 # What the server fixed when it started: Warp's kernel cache and the import path. A session whose
 # environment differs in either runs fresh.
 FIXED_AT_START = ("WARP_CACHE_PATH", "PYTHONPATH")
@@ -109,10 +108,10 @@ class RuntimeServer(ForkServer):
 def start_runtime_server(env: dict) -> None:
     """Start this process's server with a session's environment (session_env, physical/grade.py);
     idempotent. A server that fails to start is simply not used: sessions then run fresh."""
-    global _SERVER, _SERVER_ENV
+    global _SERVER
     if _SERVER is None or not _SERVER.alive():
         try:
-            _SERVER, _SERVER_ENV = RuntimeServer(env, module=SERVER_MODULE, name="physical runtime"), dict(env)
+            _SERVER = RuntimeServer(env, module=SERVER_MODULE, name="physical runtime")
         except (ForkServerError, OSError):
             _SERVER = None
 
@@ -126,7 +125,7 @@ def stop_runtime_server() -> None:
 
 def server_for(env: dict):
     """The running server if it can run a session of this environment, else None."""
-    if _SERVER is None or not _SERVER.alive() or any(_SERVER_ENV.get(k) != env.get(k) for k in FIXED_AT_START):
+    if _SERVER is None or not _SERVER.alive() or any(_SERVER.env.get(k) != env.get(k) for k in FIXED_AT_START):
         return None
     return _SERVER
 
