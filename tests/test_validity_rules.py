@@ -237,6 +237,24 @@ def _file_url(tmp: Path) -> Path:
     return pkg
 
 
+def _variable_expression_outside(tmp: Path) -> Path:
+    """A reference whose asset path is a variable expression: USD evaluates it with the layer's
+    expressionVariables (here to a file outside the package), so the gate refuses the form itself."""
+    write(tmp, "outside/evil.usda", usda('def "Evil" {}'))
+    pkg = tmp / "pkg"
+    root_with(pkg, 'def "A" (\n    references = @`"${DIR}/evil.usda"`@</Evil>\n) {\n}',
+              header='    expressionVariables = {\n        string DIR = "../outside"\n    }')
+    return pkg
+
+
+def _format_arguments(tmp: Path) -> Path:
+    """File-format arguments change how a file is read (and what it names): refused whatever they say."""
+    pkg = tmp / "pkg"
+    write(pkg, "layers/body.usda", usda('def "Body" {}'))
+    root_with(pkg, header="    subLayers = [@./layers/body.usda:SDF_FORMAT_ARGS:target=usd@]")
+    return pkg
+
+
 def _search_path_name(tmp: Path) -> Path:
     pkg = tmp / "pkg"
     root_with(pkg, 'def "A" (\n    references = @shared_parts.usda@</Part>\n) {\n}')
@@ -376,6 +394,10 @@ CASES: dict[str, Case] = {
     "http_reference": Case(_http_reference, "dependencies_inside",
                            ("root.usda", "http://example.com/robot.usda", "URL")),
     "file_url": Case(_file_url, "dependencies_inside", ("root.usda", "file:///etc/robot.usda", "URL")),
+    "variable_expression_outside": Case(_variable_expression_outside, "dependencies_inside",
+                                        ("root.usda", '`"${DIR}/evil.usda"`', "variable-expression")),
+    "format_arguments": Case(_format_arguments, "dependencies_inside",
+                             ("root.usda", "SDF_FORMAT_ARGS", "not allowed")),
     "search_path_name": Case(_search_path_name, "dependencies_inside",
                              ("root.usda", "@shared_parts.usda@", "search path")),
     # A file missing *inside* the package is not an escape: valid, and graded as a composition error.
