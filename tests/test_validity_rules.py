@@ -255,6 +255,40 @@ def _format_arguments(tmp: Path) -> Path:
     return pkg
 
 
+def _udim_shader(path: str) -> str:
+    return 'def Shader "Tex" {\n    asset inputs:file = @' + path + '@\n}'
+
+
+def _udim_without_tiles(tmp: Path) -> Path:
+    pkg = tmp / "pkg"
+    write(pkg, "tex/body.1001.png.bak", b"png")   # not a tile: four digits, then the rest of the name
+    root_with(pkg, _udim_shader("./tex/body.<UDIM>.png"))
+    return pkg
+
+
+def _udim_in_a_folder_name(tmp: Path) -> Path:
+    pkg = tmp / "pkg"
+    write(pkg, "tex/1001/body.png", b"png")
+    root_with(pkg, _udim_shader("./tex/<UDIM>/body.png"))
+    return pkg
+
+
+def _udim_tile_linked_outside(tmp: Path) -> Path:
+    secret = write(tmp, "outside/stolen.png", b"png")
+    pkg = tmp / "pkg"
+    root_with(pkg, _udim_shader("./tex/body.<UDIM>.png"))
+    (pkg / "tex").mkdir()
+    os.symlink(secret, pkg / "tex" / "body.1001.png")
+    return pkg
+
+
+def _package_path_into_a_plain_file(tmp: Path) -> Path:
+    pkg = tmp / "pkg"
+    write(pkg, "assets/props.usda", usda('def "P" {}'))
+    root_with(pkg, 'def "A" (\n    references = @./assets/props.usda[inner.usda]@\n) {\n}')
+    return pkg
+
+
 def _search_path_name(tmp: Path) -> Path:
     pkg = tmp / "pkg"
     root_with(pkg, 'def "A" (\n    references = @shared_parts.usda@</Part>\n) {\n}')
@@ -398,6 +432,16 @@ CASES: dict[str, Case] = {
                                         ("root.usda", '`"${DIR}/evil.usda"`', "variable-expression")),
     "format_arguments": Case(_format_arguments, "dependencies_inside",
                              ("root.usda", "SDF_FORMAT_ARGS", "not allowed")),
+    "udim_without_tiles": Case(_udim_without_tiles, "dependencies_inside",
+                               ("root.usda", "./tex/body.<UDIM>.png", "no UDIM tile matching")),
+    "udim_in_a_folder_name": Case(_udim_in_a_folder_name, "dependencies_inside",
+                                  ("./tex/<UDIM>/body.png", "only supported in the file name")),
+    # The walk finds the link first (any symlink out of the package); the texture's own check
+    # would refuse the tile too.
+    "udim_tile_linked_outside": Case(_udim_tile_linked_outside, "resource_limits",
+                                     ("tex/body.1001.png", "outside the package")),
+    "package_path_into_a_plain_file": Case(_package_path_into_a_plain_file, "dependencies_inside",
+                                           ("assets/props.usda", "which is not a .usdz")),
     "search_path_name": Case(_search_path_name, "dependencies_inside",
                              ("root.usda", "@shared_parts.usda@", "search path")),
     # A file missing *inside* the package is not an escape: valid, and graded as a composition error.
@@ -629,6 +673,15 @@ def test_internal_symlinks_are_allowed(tmp_path) -> None:
     report = check_submission(pkg, ResourceLimits())
     assert report.valid, json.dumps(report.to_json(), indent=1)
     assert "2 symlinks, all resolving inside" in report.rule("resource_limits").reason
+
+
+def test_udim_texture_with_tiles_inside_passes(tmp_path) -> None:
+    pkg = tmp_path / "pkg"
+    root_with(pkg, _udim_shader("./tex/body.<UDIM>.png"))
+    write(pkg, "tex/body.1001.png", b"png")
+    write(pkg, "tex/body.1002.png", b"png")
+    report = check_submission(pkg, ResourceLimits())
+    assert report.valid, json.dumps(report.to_json(), indent=1)
 
 
 def test_usdz_root_layer_with_relative_members_passes(tmp_path) -> None:
