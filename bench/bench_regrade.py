@@ -120,15 +120,15 @@ def run_engine(engine: str, job: Path, out: Path, jobs: int) -> tuple[float, flo
 
 
 # Holds a local cluster of argv[1] CPUs for as long as its stdin is open, then stops it (only its own:
-# `ray stop` would stop every cluster of this user on the machine). It prints the cluster's address
-# and the authentication mode Ray gave it: a cluster started by ray.init uses token authentication
-# (Ray 2.5x on), and another driver connects only with RAY_AUTH_MODE=token.
+# `ray stop` would stop every cluster of this user on the machine). It prints "cluster ADDRESS MODE",
+# the cluster's address and the authentication mode Ray gave it ("-" for none): a cluster started by
+# ray.init uses token authentication (Ray 2.5x on), and another driver connects only with
+# RAY_AUTH_MODE=token.
 _CLUSTER_HOLDER = """
 import os, sys, ray
 from usd_repair_verifier.regrade.ray_engine import stop_started_cluster
 ray.init(num_cpus=int(sys.argv[1]), include_dashboard=False, log_to_driver=False, logging_level="ERROR")
-print(ray.get_runtime_context().gcs_address, flush=True)
-print(os.environ.get("RAY_AUTH_MODE", ""), flush=True)
+print("cluster", ray.get_runtime_context().gcs_address, os.environ.get("RAY_AUTH_MODE", "-"), flush=True)
 sys.stdin.read()
 stop_started_cluster(ray)
 """
@@ -139,10 +139,11 @@ def run_ray_on_running_cluster(job: Path, out: Path, jobs: int) -> tuple[float, 
     holder = subprocess.Popen([sys.executable, "-c", _CLUSTER_HOLDER, str(jobs)], cwd=REPO,
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
-        address, auth_mode = holder.stdout.readline().strip(), holder.stdout.readline().strip()
-        if not address:
+        line = next((line for line in holder.stdout if line.startswith("cluster ")), "")  # past any banner
+        if not line:
             raise SystemExit("ray-up: the local cluster did not start")
-        env = {**os.environ, **({"RAY_AUTH_MODE": auth_mode} if auth_mode else {})}
+        _, address, auth_mode = line.split()
+        env = {**os.environ, **({"RAY_AUTH_MODE": auth_mode} if auth_mode != "-" else {})}
         start = time.perf_counter()
         proc = subprocess.run([sys.executable, "-m", "usd_repair_verifier.commands.cli", "regrade", str(job), "--cases",
                                str(REPO / "fixtures" / "cases"), "--out", str(out / "ray-up"), "--engine", "ray",
