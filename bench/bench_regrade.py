@@ -13,7 +13,7 @@ and partial repairs (the reference with one of the case's faults injected), then
                as a team's standing cluster would be: Ray's own start is not timed
 and prints wall time (start-up included), grades per minute, CPU seconds per grade (all processes,
 where they can be seen: not Ray's), peak memory per worker process,
-the speed-ups, and whether all three wrote identical grades (grade.json without "timings").
+the speed-ups, and whether all four wrote identical grades (grade.json without "timings").
 """
 from __future__ import annotations
 
