@@ -108,14 +108,17 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def run_engine(engine: str, job: Path, out: Path, jobs: int) -> tuple[float, float, str]:
+def run_engine(engine: str, job: Path, out: Path, jobs: int, label: str | None = None, extra: tuple[str, ...] = (),
+               env: dict | None = None) -> tuple[float, float, str]:
+    """`usdgrade regrade --engine ENGINE` into out/LABEL (default: the engine's name)."""
+    label = label or engine
     start, cpu = time.perf_counter(), _children_cpu()
     proc = subprocess.run([sys.executable, "-m", "usd_repair_verifier.commands.cli", "regrade", str(job), "--cases", str(REPO / "fixtures" / "cases"),
-                           "--out", str(out / engine), "--engine", engine, "-j", str(jobs), "--no-progress"],
-                          cwd=REPO, capture_output=True, text=True)
+                           "--out", str(out / label), "--engine", engine, "-j", str(jobs), "--no-progress", *extra],
+                          cwd=REPO, capture_output=True, text=True, env=env)
     seconds = time.perf_counter() - start
     if proc.returncode != 0:
-        raise SystemExit(f"{engine} engine failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr[-3000:]}")
+        raise SystemExit(f"{label} engine failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr[-3000:]}")
     return seconds, _children_cpu() - cpu, proc.stdout
 
 
@@ -134,7 +137,7 @@ stop_started_cluster(ray)
 """
 
 
-def run_ray_on_running_cluster(job: Path, out: Path, jobs: int) -> tuple[float, None, str]:
+def run_ray_on_running_cluster(job: Path, out: Path, jobs: int) -> tuple[float, float, str]:
     """(d): a cluster started (untimed) after the other engines ran, stopped after this run."""
     holder = subprocess.Popen([sys.executable, "-c", _CLUSTER_HOLDER, str(jobs)], cwd=REPO,
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -144,18 +147,10 @@ def run_ray_on_running_cluster(job: Path, out: Path, jobs: int) -> tuple[float, 
             raise SystemExit("ray-up: the local cluster did not start")
         _, address, auth_mode = line.split()
         env = {**os.environ, **({"RAY_AUTH_MODE": auth_mode} if auth_mode != "-" else {})}
-        start = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-m", "usd_repair_verifier.commands.cli", "regrade", str(job), "--cases",
-                               str(REPO / "fixtures" / "cases"), "--out", str(out / "ray-up"), "--engine", "ray",
-                               "--ray-address", address, "-j", str(jobs), "--no-progress"],
-                              cwd=REPO, capture_output=True, text=True, env=env)
-        seconds = time.perf_counter() - start
+        return run_engine("ray", job, out, jobs, label="ray-up", extra=("--ray-address", address), env=env)
     finally:
         holder.stdin.close()
         holder.wait(timeout=120)
-    if proc.returncode != 0:
-        raise SystemExit(f"ray-up engine failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr[-3000:]}")
-    return seconds, None, proc.stdout
 
 
 def _grades(folder: Path) -> dict[str, dict]:
