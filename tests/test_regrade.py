@@ -6,6 +6,7 @@ command must resume, select and summarise.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -152,20 +153,37 @@ def test_a_case_that_is_not_there_is_an_infrastructure_error(grader, tmp_path):
     assert json.loads(result.reward_text) == {"authored_usd": 0.0}
 
 
+@contextlib.contextmanager
+def own_validity_server():
+    """A validity fork server of the test's own, as this process's, its forked workers counted:
+    yields (server, forked workers). This process's own server is put back after, untouched; any
+    server the test started meanwhile is stopped."""
+    from usd_repair_verifier.gates import validity
+
+    kept = validity._FORK_SERVER
+    validity._FORK_SERVER = None
+    validity.start_fork_server()
+    own = validity._FORK_SERVER
+    spawn, forked = own.spawn, []
+    own.spawn = lambda *args: forked.append(spawn(*args)) or forked[-1]
+    try:
+        yield own, forked
+    finally:
+        del own.spawn
+        own.close()
+        if validity._FORK_SERVER not in (own, kept, None):
+            validity._FORK_SERVER.close()
+        validity._FORK_SERVER = kept
+
+
 def test_validity_forked_from_the_server_reports_what_a_fresh_worker_reports(tmp_path_factory):
     """Every offence of the validity suite, through the fork server and through a fresh worker."""
     from usd_repair_verifier.gates import validity
     from test_validity_rules import CASES as OFFENCES
 
-    server = validity._FORK_SERVER
     names = ["clean", "malformed_usda", "random_usdc", "usdz_member_escape", "self_sublayer", "texture_escape",
              "too_many_prims", "crate_claims_billions", "missing_variant_payload"]
-    validity._FORK_SERVER = None     # this process's server is left as it is
-    validity.start_fork_server()     # one server of this test's for every offence
-    forking = validity._FORK_SERVER
-    spawn, forked_workers = forking.spawn, []
-    forking.spawn = lambda *args: forked_workers.append(spawn(*args)) or forked_workers[-1]
-    try:
+    with own_validity_server() as (forking, forked_workers):   # one server for every offence
         for name in names:
             case = OFFENCES[name]
             submission = case.build(tmp_path_factory.mktemp(name))
@@ -175,10 +193,6 @@ def test_validity_forked_from_the_server_reports_what_a_fresh_worker_reports(tmp
             forked = validity.check_submission(submission, case.limits).to_json()
             assert forked == fresh, name
         assert len(forked_workers) == len(names)   # every "forked" report came from the server's worker
-    finally:
-        del forking.spawn
-        forking.close()
-        validity._FORK_SERVER = server
 
 
 def test_a_validity_worker_never_forks_from_a_server_of_another_environment(monkeypatch, tmp_path):
@@ -187,15 +201,9 @@ def test_a_validity_worker_never_forks_from_a_server_of_another_environment(monk
     from usd_repair_verifier.gates import validity
     from test_validity_rules import CASES as OFFENCES
 
-    server = validity._FORK_SERVER   # this process's: left as it is
-    validity._FORK_SERVER = None
-    validity.start_fork_server()
-    first = validity._FORK_SERVER
-    spawn, forked_workers = first.spawn, []
-    first.spawn = lambda *args: forked_workers.append(spawn(*args)) or forked_workers[-1]
     clean = OFFENCES["clean"]
     submission = clean.build(tmp_path)
-    try:
+    with own_validity_server() as (first, forked_workers):
         assert validity.check_submission(submission, clean.limits).valid and len(forked_workers) == 1
         monkeypatch.setenv("PYTEST_CURRENT_TEST", "another test")   # pytest's own: the worker reads none
         assert validity.check_submission(submission, clean.limits).valid and len(forked_workers) == 2
@@ -204,12 +212,6 @@ def test_a_validity_worker_never_forks_from_a_server_of_another_environment(monk
         validity.start_fork_server()
         assert validity._FORK_SERVER is not first and not first.alive()
         assert validity._FORK_SERVER.env["USDGRADE_TEST_CHANGED"] == "1"
-    finally:
-        del first.spawn
-        first.close()
-        if validity._FORK_SERVER not in (first, None):
-            validity._FORK_SERVER.close()
-        validity._FORK_SERVER = server
 
 
 def test_the_validity_fork_server_has_one_thread_and_numpy_loaded(grader):
