@@ -11,7 +11,7 @@ from types import ModuleType
 
 from usd_repair_verifier.profiles import families as table
 
-from . import authoring
+from . import authoring_errors
 from .measurement import Comparison, Measurement, Unmeasured, grade
 
 
@@ -40,7 +40,7 @@ def measure(
         else:
             result = module.MEASURES[name](cmp, target)
             # A value the candidate authored wrongly (or ambiguously) fails every check that reads it.
-            flagged = None if isinstance(result, Unmeasured) else authoring.component(cmp, family, target)
+            flagged = None if isinstance(result, Unmeasured) else authoring_errors.component(cmp, family, target)
             if flagged is not None:
                 result = {**result, "authoring": flagged}
         cmp.memo[key] = result  # measure functions are pure: the result depends on the key alone

@@ -70,11 +70,6 @@ def keeps(exempt: frozenset[Key], family: str, name: str):
     return lambda target: (family, name, target) not in exempt
 
 
-def element_touched(exempt: frozenset[Key], target: str) -> bool:
-    """Does some exemption name this element (for gates that compare whole elements)?"""
-    return any(t == target for _, _, t in exempt)
-
-
 def preserved_failures(cmp: Comparison, profile: Profile, gate: str) -> list[str]:
     """Every failing measurement, on a target no fault exempts, of the measures the family
     table puts under this preservation gate (profiles/families.py)."""

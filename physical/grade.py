@@ -23,7 +23,7 @@ from usd_repair_verifier.profiles.digest import tree_digest
 from usd_repair_verifier.scoring.outputs import prepare_separate_output, write_json
 
 from . import runtime_server
-from .results import PROPERTIES, TESTS, nulls
+from .property_results import PROPERTIES, TESTS, nulls
 from .settings import ENGINE_MODULES, SETTINGS, THRESHOLDS, pinned_versions
 
 PHYSICAL_FILE = "physical.json"

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-# Figures are rounded to 9 significant digits; non-finite ones are written as strings (results.py).
+# Figures are rounded to 9 significant digits; non-finite ones are written as strings (property_results.py).
 Figure = float | int | bool | str | list | dict | None
 
 

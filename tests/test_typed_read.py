@@ -20,7 +20,7 @@ from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics, Vt
 from usd_repair_verifier.checks.measurement import Comparison
 from usd_repair_verifier.checks.registry import every_measurement, measure
 from usd_repair_verifier.gates import objective, preservation
-from usd_repair_verifier.stage_snapshot import authoring, typed_read
+from usd_repair_verifier.stage_snapshot import authoring_problems as authoring, typed_read
 from usd_repair_verifier.stage_snapshot.correspondence import correspond
 from usd_repair_verifier.stage_snapshot.read import snapshot
 from usd_repair_verifier.profiles.vocabulary import DEFAULT_CORRESPONDENCE, DEFAULT_TOLERANCES

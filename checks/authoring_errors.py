@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 
-from usd_repair_verifier.stage_snapshot.authoring import TRANSFORM
+from usd_repair_verifier.stage_snapshot.authoring_problems import TRANSFORM
 from usd_repair_verifier.stage_snapshot.parts import owner_body
 
 from .measurement import Comparison, Component
