@@ -19,8 +19,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from usd_repair_verifier.profiles.jsonable import jsonable
 from usd_repair_verifier.stage_snapshot.correspondence import Correspondence
 from usd_repair_verifier.stage_snapshot.model import StageSnapshot
+
+from .result_record import CheckResult, ComponentResult
 
 # Log-ratio errors are capped so that a zero against a positive value stays finite.
 MAX_LOG_RATIO = 50.0
@@ -40,6 +43,8 @@ class Component:
     # A value invalid in itself (inverted limits, a joint between a body and itself): while
     # it fails, the whole check earns no semantic progress, whatever its other components do.
     voids_progress: bool = False
+    unit: str = ""                   # of error and tolerance (result_record.UNITS)
+    value_unit: str | None = None     # of reference and candidate, when they are quantities
 
 
 @dataclass(frozen=True)
@@ -64,39 +69,13 @@ class Comparison:
     fits: dict = field(default_factory=dict, init=False, compare=False, repr=False)
 
 
-@dataclass
-class Measurement:
-    check: str
-    family: str
-    measure: str
-    target: str
-    passed: bool | None          # None: unmeasured
-    progress: float | None       # None: unmeasured, or not a targeted check (no input error)
-    components: dict[str, dict] = field(default_factory=dict)
-    details: str = ""
-
-    def to_json(self) -> dict:
-        return {
-            "check": self.check,
-            "family": self.family,
-            "measure": self.measure,
-            "target": self.target,
-            "passed": self.passed,
-            "progress": self.progress,
-            "components": self.components,
-            "details": self.details,
-        }
-
-    def failing(self) -> list[str]:
-        return [
-            c["candidate"] if name == "authoring" else f"{name}: {c['error']:.6g} > {c['tolerance']:.6g}"
-            for name, c in self.components.items()
-            if not _within(c["error"], c["tolerance"])
-        ]
-
-
 def _within(error: float, tolerance: float) -> bool:
     return error <= tolerance  # nan compares False: never a silent pass
+
+
+def failing_text(name: str, c: ComponentResult) -> str:
+    """One failing component as the check's details say it."""
+    return c.candidate if name == "authoring" else f"{name}: {c.error:.6g} > {c.tolerance:.6g}"
 
 
 def component_progress(error: float, tolerance: float, input_error: float | None) -> float:
@@ -116,14 +95,15 @@ def grade(
     target: str,
     result: dict[str, Component] | Unmeasured,
     input_errors: dict[str, float] | None,
-) -> Measurement:
-    """Turn a measure function's result into a Measurement.
+) -> CheckResult:
+    """Turn a measure function's result into the check's typed record.
 
     `input_errors` is the profile's frozen error of the broken input for a
     targeted check; None for checks that only gate (objective, preservation).
     """
     if isinstance(result, Unmeasured):
-        return Measurement(check, family, measure, target, None, None, {}, f"unmeasured: {result.reason}")
+        return CheckResult(check=check, family=family, measure=measure, target=target, passed=None, progress=None,
+                           details=f"unmeasured: {result.reason}")
     components = {}
     progresses = []
     for name, c in result.items():
@@ -132,27 +112,23 @@ def grade(
         broken_before = before is not None and not _within(before, c.tolerance)
         if input_errors is not None and (broken_before or not _within(c.error, c.tolerance)):
             progresses.append(p)
-        components[name] = {
-            "error": c.error,
-            "tolerance": c.tolerance,
-            "reference": c.reference,
-            "candidate": c.candidate,
-            "input_error": before,
-            "passed": _within(c.error, c.tolerance),
-        }
-        if c.voids_progress:
-            components[name]["voids_progress"] = True
-    passed = all(c["passed"] for c in components.values())
-    invalid = any(c.get("voids_progress") and not c["passed"] for c in components.values())
+        components[name] = ComponentResult(
+            error=c.error, tolerance=c.tolerance, input_error=before, passed=_within(c.error, c.tolerance),
+            reference=jsonable(c.reference), candidate=jsonable(c.candidate), unit=c.unit, value_unit=c.value_unit,
+            voids_progress=True if c.voids_progress else None,
+        )
+    passed = all(c.passed for c in components.values())
+    invalid = any(c.voids_progress and not c.passed for c in components.values())
     if input_errors is None:
         progress = None
     elif invalid:
         progress = 0.0
     else:
         progress = sum(progresses) / len(progresses) if progresses else 1.0
-    m = Measurement(check, family, measure, target, passed, progress, components)
-    m.details = "within tolerance" if passed else "; ".join(m.failing())
-    return m
+    details = "within tolerance" if passed else "; ".join(failing_text(n, c) for n, c in components.items()
+                                                          if not c.passed)
+    return CheckResult(check=check, family=family, measure=measure, target=target, passed=passed,
+                       progress=progress, components=components, details=details)
 
 
 def log_ratio(a: float, b: float) -> float:
@@ -167,4 +143,4 @@ def log_ratio(a: float, b: float) -> float:
 
 
 def boolean(ok: bool, reference: Any = None, candidate: Any = None) -> Component:
-    return Component(0.0 if ok else 1.0, 0.0, reference, candidate)
+    return Component(0.0 if ok else 1.0, 0.0, reference, candidate, unit="flag")

@@ -12,7 +12,8 @@ from types import ModuleType
 from usd_repair_verifier.profiles import families as table
 
 from . import authoring_errors
-from .measurement import Comparison, Measurement, Unmeasured, grade
+from .measurement import Comparison, Unmeasured, grade
+from .result_record import CheckResult
 
 
 def _load(family: table.Family) -> ModuleType:
@@ -29,7 +30,7 @@ FAMILIES: dict[str, ModuleType] = {family.name: _load(family) for family in tabl
 
 def measure(
     cmp: Comparison, family: str, name: str, target: str, check_id: str = "", input_errors: dict | None = None
-) -> Measurement:
+) -> CheckResult:
     module = FAMILIES[family]
     check_id = check_id or f"{family}.{name}:{target}"
     key = (family, name, target)
@@ -57,8 +58,7 @@ def every_measurement(reference) -> list[tuple[str, str, str]]:
     ]
 
 
-def unmeasured(family: str, name: str, target: str, check_id: str, reason: str) -> Measurement:
+def unmeasured(family: str, name: str, target: str, check_id: str, reason: str) -> CheckResult:
     """A check that could not run because the candidate cannot be read (invalid submission)."""
     m = grade(check_id, family, name, target, Unmeasured(reason), None)
-    m.passed, m.progress = False, 0.0
-    return m
+    return m.model_copy(update={"passed": False, "progress": 0.0})

@@ -70,7 +70,7 @@ def keeps(exempt: frozenset[Key], family: str, name: str):
     return lambda target: (family, name, target) not in exempt
 
 
-def preserved_failures(cmp: Comparison, profile: Profile, gate: str) -> list[str]:
+def preserved_failures(cmp: Comparison, profile: Profile, gate: str) -> list:
     """Every failing measurement, on a target no fault exempts, of the measures the family
     table puts under this preservation gate (profiles/families.py)."""
     exempt = exempt_keys(profile, cmp)

@@ -6,16 +6,17 @@ from __future__ import annotations
 
 from typing import Callable
 
-from usd_repair_verifier.checks.measurement import Comparison, Measurement
+from usd_repair_verifier.checks.measurement import Comparison
 from usd_repair_verifier.checks.registry import FAMILIES, measure
+from usd_repair_verifier.checks.result_record import CheckResult, GateFailure, GateResult
 from usd_repair_verifier.profiles.families import gated_measures
 
 from .names import OBJECTIVE_GATES
-from .results import GateResult, from_failures
+
 
 
 def measure_all(cmp: Comparison, family: str, names: tuple[str, ...],
-                keep: Callable[[str], bool] = lambda target: True) -> list[Measurement]:
+                keep: Callable[[str], bool] = lambda target: True) -> list[CheckResult]:
     module = FAMILIES[family]
     return [
         measure(cmp, family, name, target)
@@ -25,12 +26,14 @@ def measure_all(cmp: Comparison, family: str, names: tuple[str, ...],
     ]
 
 
-def failed(measurements: list[Measurement]) -> list[str]:
+def failed(measurements: list[CheckResult]) -> list[GateFailure]:
     # passed None is unmeasured: the reference does not establish it, so it does not gate.
-    return [f"{m.family}.{m.measure} {m.target}: {m.details}" for m in measurements if m.passed is False]
+    return [GateFailure(reason=f"{m.family}.{m.measure} {m.target}: {m.details}", family=m.family, measure=m.measure,
+                        target=m.target, components=m.failing())
+            for m in measurements if m.passed is False]
 
 
-def gated_failures(cmp: Comparison, gate: str) -> list[str]:
+def gated_failures(cmp: Comparison, gate: str) -> list[GateFailure | str]:
     """Every failing measurement of the measures the family table puts under this gate."""
     return [failure for family, name in gated_measures(gate) for failure in failed(measure_all(cmp, family, (name,)))]
 
@@ -40,23 +43,23 @@ def all_joints(cmp: Comparison) -> GateResult:
     if len(cmp.candidate.joints) != len(cmp.reference.joints):
         failures.append(f"joint count {len(cmp.candidate.joints)} != reference {len(cmp.reference.joints)}")
     failures += gated_failures(cmp, "all_joints")
-    return from_failures("all_joints", failures, f"all {len(cmp.reference.joints)} joints pass", "joint failures")
+    return GateResult.from_failures("all_joints", failures, f"all {len(cmp.reference.joints)} joints pass", "joint failures")
 
 
 def all_bodies(cmp: Comparison) -> GateResult:
     failures = [f"extra body {p}" for p in cmp.match.extra_bodies]
     failures += gated_failures(cmp, "all_bodies")
-    return from_failures("all_bodies", failures, f"all {len(cmp.reference.bodies)} bodies pass", "body failures")
+    return GateResult.from_failures("all_bodies", failures, f"all {len(cmp.reference.bodies)} bodies pass", "body failures")
 
 
 def articulation_preserved(cmp: Comparison) -> GateResult:
     failures = gated_failures(cmp, "articulation_preserved")
     n = len(cmp.reference.articulation_roots)
-    return from_failures("articulation_preserved", failures, f"{n} articulation root(s), all valid", "articulation failures")
+    return GateResult.from_failures("articulation_preserved", failures, f"{n} articulation root(s), all valid", "articulation failures")
 
 
 def composition_complete(cmp: Comparison) -> GateResult:
-    return from_failures(
+    return GateResult.from_failures(
         "composition_complete", list(cmp.candidate.composition_errors), "no composition errors", "composition errors"
     )
 

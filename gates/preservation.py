@@ -14,7 +14,7 @@ from usd_repair_verifier.profiles.schema import Profile
 
 from . import exemptions, scene_preservation
 from .names import PRESERVATION_GATES
-from .results import GateResult, from_failures
+from usd_repair_verifier.checks.result_record import GateResult
 
 DOF = {"revolute": 1, "prismatic": 1, "spherical": 3, "fixed": 0, "distance": 5, "d6": None, "custom": None}
 
@@ -22,7 +22,7 @@ DOF = {"revolute": 1, "prismatic": 1, "spherical": 3, "fixed": 0, "distance": 5,
 def body_correspondence(cmp: Comparison, profile: Profile) -> GateResult:
     failures = [f"reference body {r} has no candidate body" for r, c in cmp.match.bodies.items() if c is None]
     failures += [f"extra candidate body {p} (no reference body matches it)" for p in cmp.match.extra_bodies]
-    return from_failures(
+    return GateResult.from_failures(
         "body_correspondence", failures, f"all {len(cmp.match.bodies)} bodies correspond one to one", "correspondence failures"
     )
 
@@ -42,18 +42,18 @@ def degrees_of_freedom(cmp: Comparison, profile: Profile) -> GateResult:
             failures.append(
                 f"joint {target}: {ref.type} (enabled={ref.enabled}) became {cand.type} (enabled={cand.enabled})"
             )
-    return from_failures("degrees_of_freedom", failures, "healthy joints keep their degrees of freedom", "changes")
+    return GateResult.from_failures("degrees_of_freedom", failures, "healthy joints keep their degrees of freedom", "changes")
 
 
 def healthy_joints(cmp: Comparison, profile: Profile) -> GateResult:
     failures = exemptions.preserved_failures(cmp, profile, "healthy_joints")
-    return from_failures("healthy_joints", failures, "every healthy joint passes its joint checks", "healthy joint failures")
+    return GateResult.from_failures("healthy_joints", failures, "every healthy joint passes its joint checks", "healthy joint failures")
 
 
 def healthy_body_properties(cmp: Comparison, profile: Profile) -> GateResult:
     # Established mass properties only: where the reference authors nothing they are unmeasured.
     failures = exemptions.preserved_failures(cmp, profile, "healthy_body_properties")
-    return from_failures("healthy_body_properties", failures, "healthy bodies keep their state and established mass",
+    return GateResult.from_failures("healthy_body_properties", failures, "healthy bodies keep their state and established mass",
                          "body property changes")
 
 
@@ -61,7 +61,7 @@ def retained_visible_components(cmp: Comparison, profile: Profile) -> GateResult
     """No healthy visible part deleted, hidden (unmatched) or reshaped; none added to a body."""
     failures = exemptions.preserved_failures(cmp, profile, "retained_visible_components")
     failures += added_body_parts(cmp, profile)
-    return from_failures("retained_visible_components", failures,
+    return GateResult.from_failures("retained_visible_components", failures,
                          f"all {len(cmp.reference.components)} healthy visible components retained",
                          "component changes")
 
@@ -85,15 +85,15 @@ def added_body_parts(cmp: Comparison, profile: Profile) -> list[str]:
 def collision_support(cmp: Comparison, profile: Profile) -> GateResult:
     """No healthy body loses (removes, disables, shrinks) its collision."""
     failures = exemptions.preserved_failures(cmp, profile, "collision_support")
-    return from_failures("collision_support", failures, "healthy bodies keep their collision", "collision losses")
+    return GateResult.from_failures("collision_support", failures, "healthy bodies keep their collision", "collision losses")
 
 
 def composition_errors(cmp: Comparison, profile: Profile) -> GateResult:
     allowed = int(profile.input_state.get("composition_errors", 0))
     errors = list(cmp.candidate.composition_errors)
     if len(errors) <= allowed:
-        return GateResult("composition_errors", True, f"{len(errors)} composition error(s), the input had {allowed}")
-    return GateResult(
+        return GateResult.of("composition_errors", True, f"{len(errors)} composition error(s), the input had {allowed}")
+    return GateResult.of(
         "composition_errors", False, f"{len(errors)} composition errors, more than the input's {allowed}", tuple(errors)
     )
 
@@ -103,9 +103,9 @@ def joint_count(cmp: Comparison, profile: Profile) -> GateResult:
     bound = max(int(profile.input_state.get("joint_count", 0)), len(cmp.reference.joints))
     count = len(cmp.candidate.joints)
     if count <= bound:
-        return GateResult("joint_count", True, f"{count} joints, within the bound {bound} (max of input and reference)")
+        return GateResult.of("joint_count", True, f"{count} joints, within the bound {bound} (max of input and reference)")
     added = ", ".join(cmp.match.extra_joints[:5])
-    return GateResult("joint_count", False, f"{count} joints, more than the bound {bound} (unmatched: {added})",
+    return GateResult.of("joint_count", False, f"{count} joints, more than the bound {bound} (unmatched: {added})",
                       tuple(cmp.match.extra_joints))
 
 

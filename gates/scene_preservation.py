@@ -27,7 +27,7 @@ from usd_repair_verifier.stage_snapshot import scene, spatial
 
 from . import exemptions
 from .objective import failed, measure_all
-from .results import GateResult, from_failures
+from usd_repair_verifier.checks.result_record import GateResult
 
 GRAVITY_TOLERANCE = 1e-3        # m/s^2 on each component of the gravity vector
 SCENE_ATTRIBUTES = ("physics:gravityDirection", "physics:gravityMagnitude")
@@ -54,7 +54,7 @@ def physics_scene(cmp: Comparison, profile: Profile) -> GateResult:
         if path in scene_paths:
             failures += [f"scene {path}: {name}: {why}" for name, why in items
                          if name in SCENE_ATTRIBUTES and (name, why) not in ref.authoring_problems.get(path, ())]
-    return from_failures("physics_scene", failures,
+    return GateResult.from_failures("physics_scene", failures,
                          f"up axis {ref.up_axis} and {len(ref.scenes)} physics scene(s) with their gravity kept",
                          "scene changes")
 
@@ -105,7 +105,7 @@ def static_scenery(cmp: Comparison, profile: Profile) -> GateResult:
     failures += [f"added static collider {p} ({cand.colliders[p].shape})"
                  for p in match.extra_colliders if cand.colliders[p].body is None]
     n = len(static_parts) + sum(1 for c in ref.colliders.values() if c.body is None)
-    return from_failures("static_scenery", failures, f"all {n} static parts and colliders kept, none added",
+    return GateResult.from_failures("static_scenery", failures, f"all {n} static parts and colliders kept, none added",
                          "static scenery changes")
 
 
@@ -176,7 +176,7 @@ def simulator_attributes(cmp: Comparison, profile: Profile) -> GateResult:
             what, sep, element = key.rpartition(" of ")
             if sep and element == cand_element and f"{what} of {ref_element}" not in ref_keys:
                 failures += _attribute_failures(key, {}, cand_attrs[key])
-    return from_failures("simulator_attributes", failures,
+    return GateResult.from_failures("simulator_attributes", failures,
                          f"simulator attributes of {len(pairs)} matched elements kept, none added",
                          "simulator attribute changes")
 
@@ -184,7 +184,7 @@ def simulator_attributes(cmp: Comparison, profile: Profile) -> GateResult:
 def healthy_materials(cmp: Comparison, profile: Profile) -> GateResult:
     """Healthy parts keep their resolved surface, healthy bodies their physics materials."""
     failures = exemptions.preserved_failures(cmp, profile, "healthy_materials")
-    return from_failures("healthy_materials", failures, "every healthy surface and physics material kept",
+    return GateResult.from_failures("healthy_materials", failures, "every healthy surface and physics material kept",
                          "material changes")
 
 

@@ -16,11 +16,11 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from usd_repair_verifier.checks.measurement import Comparison, Measurement
+from usd_repair_verifier.checks.measurement import Comparison
 from usd_repair_verifier.checks.registry import every_measurement, measure, unmeasured
 from usd_repair_verifier.gates import objective, preservation
 from usd_repair_verifier.gates.names import STAGE_RULE
-from usd_repair_verifier.gates.results import GateResult
+from usd_repair_verifier.checks.result_record import CheckResult, GateResult
 from usd_repair_verifier.gates.validity import ResourceLimits, ValidityReport, timed_validity
 from usd_repair_verifier.profiles.case import Case, CaseError
 from usd_repair_verifier.profiles.schema import CheckSpec
@@ -98,16 +98,16 @@ class GradingSession:
         self.timings = {**read.timings, **self.timings}
 
         self.candidate = None
-        self.stage_rule = GateResult(STAGE_RULE, False, "not checked: an earlier validity rule failed")
+        self.stage_rule = GateResult.of(STAGE_RULE, False, "not checked: an earlier validity rule failed")
         if read.stage_error is not None:
-            self.stage_rule = GateResult(STAGE_RULE, False, read.stage_error)
+            self.stage_rule = GateResult.of(STAGE_RULE, False, read.stage_error)
         elif read.candidate is not None:
             flood = _flooded(self.reference, read.candidate)
             if flood:
-                self.stage_rule = GateResult(STAGE_RULE, False, flood)
+                self.stage_rule = GateResult.of(STAGE_RULE, False, flood)
             else:
                 self.candidate = read.candidate
-                self.stage_rule = GateResult(
+                self.stage_rule = GateResult.of(
                     STAGE_RULE, True,
                     f"composed: {len(read.candidate.bodies)} bodies, {len(read.candidate.joints)} joints",
                 )
@@ -200,10 +200,10 @@ class GradingSession:
             return self.stage_rule
         for r in self.validity.rules:
             if r.rule == rule:
-                return GateResult(r.rule, r.passed, r.reason, tuple(r.details))
+                return GateResult.of(r.rule, r.passed, r.reason, tuple(r.details))
         raise KeyError(rule)
 
-    def measure_check(self, spec: CheckSpec) -> Measurement:
+    def measure_check(self, spec: CheckSpec) -> CheckResult:
         if not self.candidate_readable:
             return unmeasured(spec.family, spec.measure, spec.target, spec.id, "the submission is not valid")
         return measure(self.comparison, spec.family, spec.measure, spec.target, spec.id, spec.input_error)
@@ -221,5 +221,5 @@ class GradingSession:
         key = (kind, gate)
         if key not in self._gates:
             self._gates[key] = (evaluate() if self.candidate_readable
-                                else GateResult(gate, False, "not evaluated: the submission is not valid"))
+                                else GateResult.of(gate, False, "not evaluated: the submission is not valid"))
         return self._gates[key]

@@ -10,9 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from usd_repair_verifier.checks.result_record import CheckResult, GateResult
+from usd_repair_verifier.profiles.case import load_case
+from usd_repair_verifier.scoring import grade_file
 from usd_repair_verifier.scoring.grade_file import Grade
-from usd_repair_verifier.scoring.reward import Expected, Status, TestRecord, decide
-from usd_repair_verifier.scoring.report import explain_lines, summary_lines
+from usd_repair_verifier.scoring.readable import explain_lines, summary_lines
+from usd_repair_verifier.scoring.reward import NO_RESULTS, Expected, Status, TestRecord, TestResults
+from usd_repair_verifier.scoring.reward import decide as decide_results
 from tests.grade_in_process import grade_warm
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,8 +30,13 @@ def pytest_run(*args: str, cwd: Path = ROOT, env: dict | None = None) -> subproc
 
 
 def record(kind: str, name: str, passed: bool, progress: float | None = None) -> TestRecord:
-    result = {"passed": passed, "reason": "why"} if kind != "check" else {"passed": passed, "progress": progress}
+    result = (GateResult.of(name, passed, "why") if kind != "check" else
+              CheckResult(check=name, family="joint", measure="frame", target="/j", passed=passed, progress=progress))
     return TestRecord(f"{kind}::{name}", "passed" if passed else "failed", kind, name, result)
+
+
+def decide(records, expected):
+    return decide_results(TestResults.of(records), expected)
 
 
 EXPECTED = Expected({"check": ("c1", "c2"), "validity": ("v",), "preservation": ("p",), "objective": ("all_joints",)})
@@ -51,11 +60,9 @@ def test_objective_failure_above_the_cap_says_capped():
     assert d.reasons and all(r.startswith("capped at 0.99") for r in d.reasons), d.reasons
 
 
-def _written_grade(out: Path) -> dict:
-    """OUT/grade.json, which is also what its model (and the published JSON Schema) describes."""
-    text = (out / "grade.json").read_text()
-    Grade.model_validate_json(text)
-    return json.loads(text)
+def _written_grade(out: Path) -> Grade:
+    """OUT/grade.json, read through its model (what the published JSON Schema describes)."""
+    return Grade.model_validate_json((out / "grade.json").read_text())
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +95,7 @@ def test_demo_summary_says_the_cap_was_not_reached(demo_grade):
 
 def test_partial_summary_says_what_did_not_run(partial_grade):
     grade, out = partial_grade["grade"], partial_grade["stdout"]
-    assert grade["status"] == "partial"
+    assert grade.status == "partial"
     summary = out[out.index("= usdgrade ="):]
     assert "all 0 pass" not in summary and "F 0.0000" not in summary
     for kind in ("validity", "preservation", "objective"):
@@ -105,10 +112,9 @@ def test_explain_of_a_partial_run_computes_no_reward_and_fails_no_unrun_check(pa
 
 
 def test_infrastructure_error_summary_says_nothing_ran():
-    grade = {"status": "infrastructure_error", "authored_usd": 0.0, "targeted_repair_fraction": None,
-             "targeted_semantic_score": None, "objective_success": None, "infrastructure_error": "case digest mismatch",
-             "reasons": [], "missing_tests": [], "gates": {"validity": {}, "preservation": {}, "objective": {}},
-             "checks": [{"id": "c1", "target": "/j", "passed": None, "progress": None, "details": "not run"}]}
+    decision = decide_results(NO_RESULTS, Expected({}), "case digest mismatch")
+    grade = grade_file.build(decision, NO_RESULTS, grade_file.GradeInputs(load_case(CASE), DEMO), 1.0)
+    assert [c.details for c in grade.checks] == ["not run", "not run"]
     summary = "\n".join(summary_lines(grade))
     assert "all 0 pass" not in summary and "not run" in summary and "case digest mismatch" in summary
     text = "\n".join(explain_lines(grade))
@@ -142,7 +148,7 @@ def raised_grade(tmp_path_factory) -> dict:
 
 def test_infrastructure_error_run_says_which_check_did_not_run(raised_grade):
     grade, out = raised_grade["grade"], raised_grade["stdout"]
-    assert grade["status"] == "infrastructure_error" and "blew up" in grade["infrastructure_error"]
+    assert grade.status == "infrastructure_error" and "blew up" in grade.infrastructure_error
     summary = out[out.index("= usdgrade ="):]
     assert "no F or S (infrastructure error)" in summary and "F 0.0000" not in summary
     assert "checks        1 of 2 not run: no reward" in summary

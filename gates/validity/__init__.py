@@ -174,8 +174,8 @@ _EXPORTS = {
     "USD_EXTENSIONS": "rules",
     "ResourceLimits": "limits",
     "default_worker_memory": "limits",
-    "RuleResult": "report",
-    "ValidityReport": "report",
+    "RuleResult": "rule_results",
+    "ValidityReport": "rule_results",
     "check_submission": "gate",
     "timed_validity": "gate",
 }
