@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from usd_repair_verifier.checks.measurement import Comparison
-from usd_repair_verifier.checks.registry import FAMILIES
+from usd_repair_verifier.checks.registry import FAMILIES, Measurements
 from usd_repair_verifier.stage_snapshot.correspondence import correspond
 from usd_repair_verifier.stage_snapshot.read import read_snapshot
 
@@ -43,10 +43,11 @@ def build_profile(case_id: str, reference: Path, input_: Path, faults: list[Faul
     ref_root, in_root = root_layer_of(reference), root_layer_of(input_)
     ref_snap, in_snap = read_snapshot(ref_root, sampling), read_snapshot(in_root, sampling)
     match = correspond(ref_snap, in_snap, DEFAULT_CORRESPONDENCE["max_body_cost"], DEFAULT_CORRESPONDENCE["max_joint_cost"])
-    cmp = Comparison(ref_snap, in_snap, match, tolerances)
+    measurements = Measurements(Comparison(ref_snap, in_snap, match, tolerances))
     specs = []
     for fault, family, measure in checks_for(faults):
-        result = FAMILIES[family].MEASURES[measure](cmp, fault.target)
+        # The measure alone (no authoring component): the input's error on what the fault breaks.
+        result = FAMILIES[family].MEASURES[measure](measurements.view(family, measure), fault.target)
         if not isinstance(result, dict):
             raise FreezeRefused(f"{fault.id}: {family}.{measure} cannot be measured on {fault.target}: {result.reason}")
         specs.append(CheckSpec(
@@ -153,12 +154,13 @@ def detect_faults(reference: Path, input_: Path, tolerances: dict | None = None)
     ref_snap = read_snapshot(root_layer_of(reference), DEFAULT_SAMPLING)
     in_snap = read_snapshot(root_layer_of(input_), DEFAULT_SAMPLING)
     match = correspond(ref_snap, in_snap, DEFAULT_CORRESPONDENCE["max_body_cost"], DEFAULT_CORRESPONDENCE["max_joint_cost"])
-    cmp = Comparison(ref_snap, in_snap, match, tolerances)
+    measurements = Measurements(Comparison(ref_snap, in_snap, match, tolerances))
     failing: dict[str, set] = {}
     for family, module in sorted(FAMILIES.items()):
         for measure in module.MEASURES:
+            view = measurements.view(family, measure)
             for target in module.targets(ref_snap, measure):
-                result = module.MEASURES[measure](cmp, target)
+                result = module.MEASURES[measure](view, target)
                 if isinstance(result, dict) and any(not (c.error <= c.tolerance) for c in result.values()):
                     failing.setdefault(target, set()).add((family, measure))
     owners = {ref_snap.components[t].body for t in failing if t in ref_snap.components}

@@ -7,84 +7,70 @@ value as "not authored" would let damage pass, so every check that reads the
 property gets an extra component `authoring` (error inf, tolerance 0) naming it:
 a targeted check fails, a healthy property fails preservation.
 
-Which checks read which property:
-- by attribute: mass attributes feed the `mass` family, joint attributes the `joint`
-  family, body attributes the `body` family, collider attributes `collision` and
-  `mass`, friction and restitution and the display primvars the `material` family,
-  geometry and transforms every family that reads shape or placement; a scene's gravity
-  feeds no check (the `physics_scene` preservation gate reads it, gates/scene_preservation.py);
-- by prim: the element's own prim, any prim above it (a transform moves everything
-  below), for the body families (mass, collision, body) the prims the body owns, and for
-  `material` the material bound to the part (visual) or to the body's colliders (physics).
+Which checks read which property comes from the family table (profiles/families.py):
+- by attribute: each family's `reads` patterns; the most specific pattern that matches an
+  attribute (an exact name, else the longest prefix, "*" last) decides which families it
+  feeds (a scene's gravity feeds none: the `physics_scene` preservation gate reads it);
+- by prim: the element the check is about (found through the correspondence by the measure's
+  target kind) and any prim above it (a transform moves everything below), plus the family's
+  `scope`: the prims a body owns, the transforms above a joint's bodies, or (instead) the
+  materials bound to the part or to the body's colliders.
 
 A problem the reference itself has at the same prim path is not the candidate's.
 """
 from __future__ import annotations
 
+import functools
 import math
 
+from usd_repair_verifier.profiles import families as table
 from usd_repair_verifier.stage_snapshot.authoring_problems import TRANSFORM
 from usd_repair_verifier.stage_snapshot.parts import owner_body
 
 from .measurement import Comparison, Component
 
-MASS = {"physics:mass", "physics:density", "physics:centerOfMass", "physics:diagonalInertia", "physics:principalAxes"}
-BODY = {"physics:rigidBodyEnabled", "physics:kinematicEnabled", "physics:velocity", "physics:angularVelocity"}
-COLLIDER = {"physics:collisionEnabled", "physics:approximation"}
-JOINT_PREFIXES = ("physics:localPos", "physics:localRot", "physics:lowerLimit", "physics:upperLimit", "physics:axis",
-                  "physics:jointEnabled", "physics:excludeFromArticulation", "physics:break", "physics:minDistance",
-                  "physics:maxDistance", "drive:", "limit:")
-SCENE = {"physics:gravityDirection", "physics:gravityMagnitude"}
-DISPLAY_PREFIX = "primvars:display"
-SHAPE_FAMILIES = frozenset({"geometry", "collision", "mass", "joint"})
-BODY_FAMILIES = ("mass", "collision", "body")
 MAX_SHOWN = 4
 
 
+def _matches(pattern: str, attribute: str) -> bool:
+    return attribute.startswith(pattern[:-1]) if pattern.endswith("*") else attribute == pattern
+
+
+def _specificity(pattern: str) -> tuple[int, int]:
+    return (1, 0) if not pattern.endswith("*") else (0, len(pattern) - 1)
+
+
+@functools.cache
 def families_of(attribute: str) -> frozenset[str]:
-    """The check families that read an attribute."""
-    if attribute in MASS:
-        return frozenset({"mass"})
-    if attribute in BODY:
-        return frozenset({"body"})
-    if attribute in COLLIDER:
-        return frozenset({"collision", "mass"})
-    if attribute in SCENE:
+    """The check families that read an attribute: those whose most specific matching pattern is
+    the most specific of all."""
+    claims = [(_specificity(p), family.name) for family in table.FAMILIES for p in family.reads if _matches(p, attribute)]
+    claims += [(_specificity(p), None) for p in table.UNCHECKED_ATTRIBUTES if _matches(p, attribute)]
+    if not claims:
         return frozenset()
-    if attribute.startswith(DISPLAY_PREFIX):
-        return frozenset({"material"})
-    if attribute.startswith(JOINT_PREFIXES):
-        return frozenset({"joint"})
-    if attribute.startswith("physics:"):  # friction, restitution: the material family's
-        return frozenset({"material"})
-    return SHAPE_FAMILIES  # points, sizes, visibility, transforms
+    best = max(level for level, _ in claims)
+    return frozenset(name for level, name in claims if level == best and name is not None)
 
 
-def candidate_element(cmp: Comparison, family: str, target: str) -> str | None:
-    if family == "joint":
-        return cmp.match.joints.get(target)
-    if family in BODY_FAMILIES:
-        return cmp.match.bodies.get(target)
-    if family == "geometry":
-        return cmp.match.components.get(target)
-    if family == "material":  # visual: a part; physics: a body
-        table = cmp.match.components if target in cmp.reference.components else cmp.match.bodies
-        return table.get(target)
-    return None
+def candidate_element(cmp: Comparison, measure: table.Measure, target: str) -> str | None:
+    """The candidate element a check on `target` is about, by the measure's target kind."""
+    match = {"joint": cmp.match.joints, "body": cmp.match.bodies, "component": cmp.match.components}
+    found = match.get(measure.target_kind)
+    return found.get(target) if found is not None else None
 
 
 def _ancestor_or_self(prim: str, element: str) -> bool:
     return element == prim or element.startswith(prim.rstrip("/") + "/")
 
 
-def _relevant_prim(cmp: Comparison, family: str, element: str, prim: str, attribute: str) -> bool:
-    if family == "material":
+def _relevant_prim(cmp: Comparison, scope: str, element: str, prim: str, attribute: str) -> bool:
+    if scope == "bound_materials":
         return _material_prim(cmp, element, prim)
     if _ancestor_or_self(prim, element):
         return True
-    if family in BODY_FAMILIES:
+    if scope == "body_prims":
         return owner_body(prim, set(cmp.candidate.bodies)) == element
-    if family == "joint" and attribute == TRANSFORM:  # a joint's frames follow its bodies
+    if scope == "joint_bodies" and attribute == TRANSFORM:  # a joint's frames follow its bodies
         joint = cmp.candidate.joints.get(element)
         return joint is not None and any(b is not None and _ancestor_or_self(prim, b) for b in (joint.body0, joint.body1))
     return False
@@ -105,26 +91,26 @@ def _material_prim(cmp: Comparison, element: str, prim: str) -> bool:
     return False
 
 
-def problems_for(cmp: Comparison, family: str, target: str) -> list[str]:
-    element = candidate_element(cmp, family, target)
+def problems_for(cmp: Comparison, family: table.Family, measure: table.Measure, target: str) -> list[str]:
+    element = candidate_element(cmp, measure, target)
     if element is None:
         return []
     reference = cmp.reference.authoring_problems
     found = []
     for prim, items in cmp.candidate.authoring_problems.items():
         for attribute, why in items:
-            if family not in families_of(attribute) or (attribute, why) in reference.get(prim, ()):
+            if family.name not in families_of(attribute) or (attribute, why) in reference.get(prim, ()):
                 continue
-            if _relevant_prim(cmp, family, element, prim, attribute):
+            if _relevant_prim(cmp, family.scope, element, prim, attribute):
                 found.append(f"{prim}.{attribute}: {why}")
     return found
 
 
-def component(cmp: Comparison, family: str, target: str) -> Component | None:
+def component(cmp: Comparison, family: table.Family, measure: table.Measure, target: str) -> Component | None:
     """The failing `authoring` component for this check, or None when nothing it reads is in error."""
-    found = problems_for(cmp, family, target)
+    found = problems_for(cmp, family, measure, target)
     if not found:
         return None
     shown = "; ".join(found[:MAX_SHOWN]) + (f"; and {len(found) - MAX_SHOWN} more" if len(found) > MAX_SHOWN else "")
     # An unusable or ambiguous value earns no progress, however close the check's other components are.
-    return Component(math.inf, 0.0, None, f"authoring error: {shown}", voids_progress=True)
+    return Component(math.inf, 0.0, None, f"authoring error: {shown}", voids_progress=True, unit="flag")

@@ -36,8 +36,8 @@ def _corresponding(ref: VisualComponent, cand: VisualComponent) -> bool:
 
 
 def fit(ref: VisualComponent, cand: VisualComponent, tolerance: float = 0.0, memo: dict | None = None) -> dict:
-    """rotation_deg and residual_m of the best rigid fit (memoized per pair in `memo`,
-    the comparison's own, so nothing outlives one grade in a process that grades many).
+    """rotation_deg and residual_m of the best rigid fit (memoized per pair in `memo`, the
+    comparison's derived values, keyed by the two parts' paths).
 
     Fast path: identical sampling (same triangles) gives corresponding samples and an
     exact Kabsch fit. When that does not explain the candidate within `tolerance`
@@ -45,10 +45,10 @@ def fit(ref: VisualComponent, cand: VisualComponent, tolerance: float = 0.0, mem
     samples and the residual is measured against the other side's *surface*, so
     sampling and triangulation never read as a change of shape.
     """
-    key = ("fit", id(ref), id(cand))
+    key = ("fit", ref.path, cand.path, tolerance)
     hit = memo.get(key) if memo is not None else None
-    if hit is not None and hit[0] is ref and hit[1] is cand:
-        return hit[2]
+    if hit is not None:
+        return hit
     result = None
     if _corresponding(ref, cand):
         result = surface_fit.fit_corresponding(ref.samples, cand.samples)
@@ -57,7 +57,7 @@ def fit(ref: VisualComponent, cand: VisualComponent, tolerance: float = 0.0, mem
         if result is None or aligned["residual_m"] < result["residual_m"]:
             result = aligned
     if memo is not None:
-        memo[key] = (ref, cand, result)  # holding the objects keeps their ids unique
+        memo[key] = result
     return result
 
 
@@ -85,7 +85,7 @@ def placement(cmp: Comparison, target: str):
         return {"offset_m": Component(MISSING, tol_m, list(ref.centroid), "missing or hidden"),
                 "rotation_deg": Component(MISSING, tol_deg)}
     offset = math.dist(ref.centroid, cand.centroid)
-    rotation = fit(ref, cand, cmp.tolerances["geometry_shape_m"], cmp.fits)["rotation_deg"]
+    rotation = fit(ref, cand, cmp.tolerances["geometry_shape_m"], cmp.derived)["rotation_deg"]
     return {
         "offset_m": Component(offset, tol_m, list(ref.centroid), list(cand.centroid)),
         "rotation_deg": Component(rotation, tol_deg),
@@ -100,7 +100,7 @@ def shape(cmp: Comparison, target: str):
         return {"residual_m": Component(MISSING, tol_m, None, "missing or hidden"),
                 "area": Component(MISSING, tol_area, ref.area, None)}
     return {
-        "residual_m": Component(fit(ref, cand, tol_m, cmp.fits)["residual_m"], tol_m),
+        "residual_m": Component(fit(ref, cand, tol_m, cmp.derived)["residual_m"], tol_m),
         "area": Component(log_ratio(ref.area, cand.area), tol_area, ref.area, cand.area),
     }
 

@@ -16,14 +16,15 @@ shared here so that every family grades the same way (README, "Reward"):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from usd_repair_verifier.profiles.jsonable import jsonable
 from usd_repair_verifier.stage_snapshot.correspondence import Correspondence
 from usd_repair_verifier.stage_snapshot.model import StageSnapshot
 
-from .result_record import CheckResult, ComponentResult
+from usd_repair_verifier.profiles.result_record import CheckResult, ComponentResult
 
 # Log-ratio errors are capped so that a zero against a positive value stays finite.
 MAX_LOG_RATIO = 50.0
@@ -54,6 +55,34 @@ class Unmeasured:
     reason: str
 
 
+class UndeclaredTolerance(KeyError):
+    """A measure read a tolerance its entry in profiles/families.py does not declare."""
+
+
+class DeclaredTolerances(dict):
+    """The tolerances one measure declares in the family table, and only those: reading any other
+    raises UndeclaredTolerance naming the measure. It records what was read, so that a test can
+    check that each measure reads exactly what it declares."""
+
+    def __init__(self, tolerances: Mapping[str, float], declared: tuple[str, ...], owner: str):
+        super().__init__({k: tolerances[k] for k in declared if k in tolerances})
+        self.owner = owner
+        self.read: set[str] = set()
+
+    def __getitem__(self, key: str) -> float:
+        if key not in self:
+            raise UndeclaredTolerance(f"{self.owner} reads tolerance {key!r}, which its entry in "
+                                      "profiles/families.py does not declare (or the profile lacks)")
+        self.read.add(key)
+        return super().__getitem__(key)
+
+
+class DerivedValues(dict):
+    """Values several measures of one comparison derive from the same elements (the rigid fit of
+    a component pair, which placement and shape both read), keyed by what they are derived from:
+    their kind and the elements' paths. The grading session that builds the comparison owns it."""
+
+
 @dataclass(frozen=True)
 class Comparison:
     """Everything a measure function may look at: two snapshots, their match, tolerances."""
@@ -61,12 +90,12 @@ class Comparison:
     reference: StageSnapshot
     candidate: StageSnapshot
     match: Correspondence
-    tolerances: dict[str, float]
-    # Gate measurements by (family, measure, target): preservation and objective gates
-    # look at the same elements, and each is measured once (see registry.measure).
-    memo: dict = field(default_factory=dict, init=False, compare=False, repr=False)
-    # Rigid fits of component pairs (checks/geometry.py), shared by placement and shape.
-    fits: dict = field(default_factory=dict, init=False, compare=False, repr=False)
+    tolerances: Mapping[str, float]
+    derived: DerivedValues = field(default_factory=DerivedValues, compare=False, repr=False)
+
+    def for_measure(self, owner: str, declared: tuple[str, ...]) -> Comparison:
+        """The comparison as one measure sees it: only the tolerances it declares."""
+        return replace(self, tolerances=DeclaredTolerances(self.tolerances, declared, owner))
 
 
 def _within(error: float, tolerance: float) -> bool:

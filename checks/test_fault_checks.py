@@ -3,7 +3,7 @@
 The measurement is recorded whether it passes or not; scoring reads it from the
 JSON report. A failing assertion here means "fault not repaired", never an error.
 """
-from usd_repair_verifier.checks.result_record import as_metadata
+from usd_repair_verifier.profiles.result_record import as_metadata
 
 
 def test_fault_check(check_spec, grading, json_metadata):

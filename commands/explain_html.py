@@ -25,7 +25,7 @@ from usd_repair_verifier.profiles.digest import tree_digest
 from usd_repair_verifier.stage_snapshot.read import StageOpenError
 from usd_repair_verifier.visual.render import RenderError
 
-from usd_repair_verifier.checks.result_record import ComponentResult
+from usd_repair_verifier.profiles.result_record import ComponentResult
 from usd_repair_verifier.scoring.grade_file import CheckEntry, Grade
 from usd_repair_verifier.scoring.progress import progress
 from usd_repair_verifier.scoring.readable import (GATE_KINDS, arithmetic, checks_not_run, component_text, failing_checks,

@@ -1,5 +1,5 @@
 """Objective gates: every body and joint passes. Any failure caps the reward at 0.99."""
-from usd_repair_verifier.checks.result_record import as_metadata
+from usd_repair_verifier.profiles.result_record import as_metadata
 
 
 def test_objective(objective_gate, grading, json_metadata):

@@ -1,5 +1,5 @@
 """Preservation gates: healthy content survives. Any failure makes the reward 0."""
-from usd_repair_verifier.checks.result_record import as_metadata
+from usd_repair_verifier.profiles.result_record import as_metadata
 
 
 def test_preservation(preservation_gate, grading, json_metadata):

@@ -1,5 +1,5 @@
 """Validity gate: one test per rule (docs/bad-input.md). Any failure makes the reward 0."""
-from usd_repair_verifier.checks.result_record import as_metadata
+from usd_repair_verifier.profiles.result_record import as_metadata
 
 
 def test_validity(validity_rule, grading, json_metadata):

@@ -1,7 +1,7 @@
 """grade.json: its pydantic model (docs/grade-json.md, docs/schemas/grade.schema.json is generated
 from it) and `build`, which makes one from the decision and the tests' typed records.
 
-The checks and gates are the records their tests attached (checks/result_record.py), so the same
+The checks and gates are the records their tests attached (profiles/result_record.py), so the same
 model carries a result from the measure to the file; `read` parses a grade.json back (older ones
 too: a gate failure written as a sentence is read as one).
 """
@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
-from usd_repair_verifier.checks.result_record import ComponentResult, GateResult
+from usd_repair_verifier.profiles.result_record import ComponentResult, GateResult
 from usd_repair_verifier.profiles.case import Case
 from usd_repair_verifier.profiles.digest import tree_digest
 from usd_repair_verifier.profiles.jsonable import jsonable

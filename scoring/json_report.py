@@ -1,6 +1,6 @@
 """The far side of the pytest-json-report hop: each grade test's typed record, read back.
 
-A check or gate test attaches its result to json-report's report (checks/result_record.py
+A check or gate test attaches its result to json-report's report (profiles/result_record.py
 `as_metadata`); the plugin reads the finished report here into TestRecords (outcome, crash
 message, duration and the typed result) and sorts them by kind once (TestResults), for the
 reward's decision and the grade file alike.
@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from usd_repair_verifier.checks import result_record
-from usd_repair_verifier.checks.result_record import KINDS, CheckResult, GateResult
+from usd_repair_verifier.profiles import result_record
+from usd_repair_verifier.profiles.result_record import KINDS, CheckResult, GateResult
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ def _message(test: dict) -> str:
 
 def records_from_report(json_report: dict) -> list[TestRecord]:
     """pytest-json-report's tests, each with the typed record its test attached (the other side
-    of the hop from checks/result_record.as_metadata)."""
+    of the hop from profiles/result_record.as_metadata)."""
     records = []
     for test in json_report.get("tests", []):
         metadata = test.get("metadata") or {}

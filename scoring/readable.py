@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from usd_repair_verifier.checks.result_record import ComponentResult
+from usd_repair_verifier.profiles.result_record import ComponentResult
 
 from .grade_file import NOT_RUN, CheckEntry, Grade
 from .reward import REWARD_CAP, WEIGHT_F, WEIGHT_S, ZEROED, raw_reward, reward_from

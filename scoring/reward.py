@@ -16,7 +16,7 @@ import enum
 import re
 from dataclasses import dataclass, field
 
-from usd_repair_verifier.checks.result_record import KINDS, CheckResult, GateResult
+from usd_repair_verifier.profiles.result_record import KINDS, CheckResult, GateResult
 
 from .json_report import NO_RESULTS, TestRecord, TestResults, records_from_report
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from usd_repair_verifier.gates.names import OBJECTIVE_GATES, PRESERVATION_GATES, VALIDITY_RULES
 from usd_repair_verifier.profiles.case import Case, load_case
-from usd_repair_verifier.checks.result_record import as_metadata, parse
+from usd_repair_verifier.profiles.result_record import as_metadata, parse
 from usd_repair_verifier.scoring.reward import Decision, Expected, TestRecord, TestResults, decide
 from usd_repair_verifier.scoring.run import RunResult, run_grade
 from usd_repair_verifier.scoring.session import GradingSession

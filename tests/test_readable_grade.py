@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from usd_repair_verifier.checks.result_record import CheckResult, GateResult
+from usd_repair_verifier.profiles.result_record import CheckResult, GateResult
 from usd_repair_verifier.profiles.case import load_case
 from usd_repair_verifier.scoring import grade_file
 from usd_repair_verifier.scoring.grade_file import Grade

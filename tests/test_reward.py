@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from usd_repair_verifier.checks.result_record import CheckResult, GateResult
+from usd_repair_verifier.profiles.result_record import CheckResult, GateResult
 from usd_repair_verifier.scoring.reward import Expected, Status, TestRecord, TestResults
 from usd_repair_verifier.scoring.reward import decide as decide_results
 

@@ -65,7 +65,7 @@ def _build_shared(folder: str, queue) -> None:
     case = load_case(CASE)
     session = GradingSession(case, SUBMISSION, SharedWork(folder))
     results = {spec.id: session.measure_check(spec).model_dump() for spec in case.profile.checks}
-    queue.put((results, session.objective_gate("all_bodies").passed, len(session.comparison.memo)))
+    queue.put((results, session.objective_gate("all_bodies").passed, len(session.measurements.results)))
 
 
 def test_two_processes_sharing_a_folder_measure_what_one_process_measures(tmp_path):

@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_serializer
 
-from usd_repair_verifier.profiles.jsonable import jsonable
+from .jsonable import jsonable
 
 # An error, a tolerance: a float, or an int where a measure counts. Kept as written, so the same
 # measurement gives the same bytes in grade.json.
