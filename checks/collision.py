@@ -47,7 +47,8 @@ def coverage(cmp: Comparison, target: str):
     cand_share = solids.coverage(surface, cand_solids, margin) if cand_solids else 0.0
     return {
         "has_collision": has,
-        "coverage": Component(max(0.0, ref_share - cand_share), cmp.tolerances["collision_coverage"], ref_share, cand_share),
+        "coverage": Component(max(0.0, ref_share - cand_share), cmp.tolerances["collision_coverage"], ref_share, cand_share,
+                              unit="share", value_unit="share"),
     }
 
 
@@ -57,7 +58,8 @@ def free_space(cmp: Comparison, target: str):
         return Unmeasured("the reference body has no free space to keep (no collider or no visible bounds)")
     cand_solids = _solids(cmp.candidate, cmp.match.bodies.get(target))
     filled = solids.free_space_fill(empty, cand_solids) if cand_solids else 0.0
-    return {"filled": Component(filled, cmp.tolerances["collision_free_space"], 0.0, filled)}
+    return {"filled": Component(filled, cmp.tolerances["collision_free_space"], 0.0, filled, unit="share",
+                                value_unit="share")}
 
 
 MEASURES = {"coverage": coverage, "free_space": free_space}

@@ -82,13 +82,13 @@ def placement(cmp: Comparison, target: str):
     ref, cand = _pair(cmp, target)
     tol_m, tol_deg = cmp.tolerances["geometry_position_m"], cmp.tolerances["geometry_angle_deg"]
     if cand is None:
-        return {"offset_m": Component(MISSING, tol_m, list(ref.centroid), "missing or hidden"),
-                "rotation_deg": Component(MISSING, tol_deg)}
+        return {"offset_m": Component(MISSING, tol_m, list(ref.centroid), "missing or hidden", unit="m", value_unit="m"),
+                "rotation_deg": Component(MISSING, tol_deg, unit="deg")}
     offset = math.dist(ref.centroid, cand.centroid)
     rotation = fit(ref, cand, cmp.tolerances["geometry_shape_m"], cmp.derived)["rotation_deg"]
     return {
-        "offset_m": Component(offset, tol_m, list(ref.centroid), list(cand.centroid)),
-        "rotation_deg": Component(rotation, tol_deg),
+        "offset_m": Component(offset, tol_m, list(ref.centroid), list(cand.centroid), unit="m", value_unit="m"),
+        "rotation_deg": Component(rotation, tol_deg, unit="deg"),
     }
 
 
@@ -97,11 +97,12 @@ def shape(cmp: Comparison, target: str):
     tol_m = cmp.tolerances["geometry_shape_m"]
     tol_area = math.log1p(cmp.tolerances["geometry_area_relative"])
     if cand is None:
-        return {"residual_m": Component(MISSING, tol_m, None, "missing or hidden"),
-                "area": Component(MISSING, tol_area, ref.area, None)}
+        return {"residual_m": Component(MISSING, tol_m, None, "missing or hidden", unit="m"),
+                "area": Component(MISSING, tol_area, ref.area, None, unit="log_ratio", value_unit="m^2")}
     return {
-        "residual_m": Component(fit(ref, cand, tol_m, cmp.derived)["residual_m"], tol_m),
-        "area": Component(log_ratio(ref.area, cand.area), tol_area, ref.area, cand.area),
+        "residual_m": Component(fit(ref, cand, tol_m, cmp.derived)["residual_m"], tol_m, unit="m"),
+        "area": Component(log_ratio(ref.area, cand.area), tol_area, ref.area, cand.area, unit="log_ratio",
+                          value_unit="m^2"),
     }
 
 

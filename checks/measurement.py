@@ -24,7 +24,7 @@ from usd_repair_verifier.profiles.jsonable import jsonable
 from usd_repair_verifier.stage_snapshot.correspondence import Correspondence
 from usd_repair_verifier.stage_snapshot.model import StageSnapshot
 
-from usd_repair_verifier.profiles.result_record import CheckResult, ComponentResult
+from usd_repair_verifier.profiles.result_record import STAGE_POWERS, CheckResult, ComponentResult, StageUnitValues
 
 # Log-ratio errors are capped so that a zero against a positive value stays finite.
 MAX_LOG_RATIO = 50.0
@@ -117,6 +117,35 @@ def component_progress(error: float, tolerance: float, input_error: float | None
     return max(0.0, min(1.0, (input_error - error) / (input_error - tolerance)))
 
 
+# (metersPerUnit, kilogramsPerUnit) of the reference's stage and of the candidate's.
+StageScales = tuple[tuple[float, float], tuple[float, float]]
+
+
+def _divided(value, scale: float):
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value / scale
+    if isinstance(value, list):
+        return [_divided(v, scale) for v in value]
+    if isinstance(value, dict) and "value" in value:   # a physics material's {"collider", "value"}
+        return {**value, "value": _divided(value["value"], scale)}
+    return value
+
+
+def in_stage_units(reference: Any, candidate: Any, value_unit: str | None,
+                   scales: StageScales | None) -> StageUnitValues | None:
+    """The two values in their stages' own units, when either stage's unit of them is not SI."""
+    powers = STAGE_POWERS.get(value_unit or "")
+    if powers is None or scales is None:
+        return None
+    m, k = powers
+    ref_scale = scales[0][0] ** m * scales[0][1] ** k
+    cand_scale = scales[1][0] ** m * scales[1][1] ** k
+    if ref_scale == 1.0 and cand_scale == 1.0:
+        return None
+    return StageUnitValues(reference=_divided(reference, ref_scale), candidate=_divided(candidate, cand_scale),
+                           reference_unit=f"{ref_scale:g} {value_unit}", candidate_unit=f"{cand_scale:g} {value_unit}")
+
+
 def grade(
     check: str,
     family: str,
@@ -124,11 +153,13 @@ def grade(
     target: str,
     result: dict[str, Component] | Unmeasured,
     input_errors: dict[str, float] | None,
+    scales: StageScales | None = None,
 ) -> CheckResult:
     """Turn a measure function's result into the check's typed record.
 
     `input_errors` is the profile's frozen error of the broken input for a
     targeted check; None for checks that only gate (objective, preservation).
+    `scales` are the two stages' units, for the values in their own units.
     """
     if isinstance(result, Unmeasured):
         return CheckResult(check=check, family=family, measure=measure, target=target, passed=None, progress=None,
@@ -141,9 +172,11 @@ def grade(
         broken_before = before is not None and not _within(before, c.tolerance)
         if input_errors is not None and (broken_before or not _within(c.error, c.tolerance)):
             progresses.append(p)
+        reference, candidate = jsonable(c.reference), jsonable(c.candidate)
         components[name] = ComponentResult(
             error=c.error, tolerance=c.tolerance, input_error=before, passed=_within(c.error, c.tolerance),
-            reference=jsonable(c.reference), candidate=jsonable(c.candidate), unit=c.unit, value_unit=c.value_unit,
+            reference=reference, candidate=candidate, unit=c.unit, value_unit=c.value_unit,
+            in_stage_units=in_stage_units(reference, candidate, c.value_unit, scales),
             voids_progress=True if c.voids_progress else None,
         )
     passed = all(c.passed for c in components.values())

@@ -76,8 +76,10 @@ class Measurements:
 
     def check(self, family: str, name: str, target: str, check_id: str = "",
               input_errors: dict | None = None) -> CheckResult:
+        ref, cand = self.comparison.reference, self.comparison.candidate
+        scales = ((ref.meters_per_unit, ref.kilograms_per_unit), (cand.meters_per_unit, cand.kilograms_per_unit))
         return grade(check_id or f"{family}.{name}:{target}", family, name, target, self.raw(family, name, target),
-                     input_errors)
+                     input_errors, scales)
 
     def every(self, family: str, names: tuple[str, ...],
               keep: Callable[[str], bool] = lambda target: True) -> list[CheckResult]:

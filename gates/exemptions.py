@@ -11,7 +11,7 @@ A file missing from the package loses what it carried: while the candidate still
 composition error (that fault left unrepaired), authored values it lacks are not counted
 against it; once it composes cleanly (the error repaired or the arc deleted), everything the
 reference has must be there. Which checks make that exception is the table's
-(`excuses_lost_content`).
+(`measures_layout`).
 """
 from __future__ import annotations
 
@@ -43,17 +43,20 @@ def _knock_on(cmp: Comparison, knock: KnockOn, target: str) -> set[Key]:
     return {(knock.family, name, element) for element in _related(cmp, knock.relation, target) for name in names}
 
 
+def knock_on_keys(cmp: Comparison, *keys: Key) -> set[Key]:
+    """What faults graded by these checks also change, as the table declares it (one step)."""
+    return {found for family, name, target in keys for knock in measure_entry(family, name).knock_on
+            for found in _knock_on(cmp, knock, target)}
+
+
 def exempt_keys(profile: Profile, cmp: Comparison) -> frozenset[Key]:
     keys: set[Key] = {(c.family, c.measure, c.target) for c in profile.checks}
-    for family, name, target in list(keys):
-        for knock in measure_entry(family, name).knock_on:
-            keys |= _knock_on(cmp, knock, target)
-    return frozenset(keys)
+    return frozenset(keys | knock_on_keys(cmp, *keys))
 
 
 def losses_exempt(profile: Profile, cmp: Comparison) -> bool:
     """A fault that loses content (a missing file) left unrepaired: what it carried may be absent."""
-    excusing = any(measure_entry(c.family, c.measure).excuses_lost_content for c in profile.checks
+    excusing = any(measure_entry(c.family, c.measure).measures_layout for c in profile.checks
                    if c.family in BY_NAME)
     return excusing and bool(cmp.candidate.composition_errors)
 

@@ -41,6 +41,11 @@ UNCHECKED_ATTRIBUTES = ("physics:gravityDirection", "physics:gravityMagnitude")
 ALL = ()   # in a KnockOn: every measure of the family
 
 
+class InjectionError(Exception):
+    """The fault cannot be injected on this target (wrong kind of prim, nothing to break): what an
+    injector the table names raises, wherever its module lives."""
+
+
 @dataclass(frozen=True)
 class KnockOn:
     """What a fault graded by a measure also changes: `measures` of `family` (ALL: every one) on the
@@ -59,9 +64,10 @@ class Measure:
     preservation_gate: str | None = None  # must still pass on every target no fault exempts
     tolerances: tuple[str, ...] = ()      # the tolerances it reads
     knock_on: tuple[KnockOn, ...] = ()
-    # While a check of this measure still fails, content its fault lost (a missing file's
+    # It measures the layer layout itself (how the files compose), the one thing another layout
+    # may change: while a check of it still fails, content its fault lost (a missing file's
     # opinions) is not counted against the candidate by the attribute-preserving gates.
-    excuses_lost_content: bool = False
+    measures_layout: bool = False
 
 
 @dataclass(frozen=True)
@@ -173,10 +179,11 @@ FAMILIES: tuple[Family, ...] = (
                  ("geometry_position_m", "geometry_angle_deg", "geometry_shape_m"), knock_on=(
                      KnockOn("owner_body", "collision"), KnockOn("owner_body", "mass"),
                      KnockOn("owner_body", "material", ("physics",)))),
+         # A part scaled about its origin also moves its centroid.
          Measure("shape", "component", "all_bodies", "retained_visible_components",
                  ("geometry_shape_m", "geometry_area_relative"), knock_on=(
-                     KnockOn("owner_body", "collision"), KnockOn("owner_body", "mass"),
-                     KnockOn("owner_body", "material", ("physics",))))),
+                     KnockOn("same", "geometry", ("placement",)), KnockOn("owner_body", "collision"),
+                     KnockOn("owner_body", "mass"), KnockOn("owner_body", "material", ("physics",))))),
         {"geometry_position_m": 1e-3, "geometry_angle_deg": 0.5, "geometry_shape_m": 1e-3,
          "geometry_area_relative": 0.01},
         (FaultKind("component_moved", "component", (("geometry", "placement"),),
@@ -251,7 +258,7 @@ FAMILIES: tuple[Family, ...] = (
         "composition", "composition",
         # Gated without this measure: composition_complete requires no error at all, and the
         # composition_errors preservation gate bounds the count by the input's.
-        (Measure("errors", "asset", excuses_lost_content=True),),
+        (Measure("errors", "asset", measures_layout=True),),
         {},
         (FaultKind("broken_asset_path", "asset", (("composition", "errors"),),
                    "a sublayer, reference or payload pointed at a file missing from the package",

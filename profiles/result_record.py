@@ -39,7 +39,14 @@ UNITS = {
     "kg m^2": "kilogram square metres",
     "m^2": "square metres",
     "kg/m^3": "kilograms per cubic metre",
+    "N": "newtons", "N m": "newton metres",
+    "N/m": "newtons per metre", "N m/deg": "newton metres per degree",
+    "N s/m": "newton seconds per metre", "N m s/deg": "newton metre seconds per degree",
 }
+# A value unit in the stage's own units: the powers of its metre and kilogram (metersPerUnit,
+# kilogramsPerUnit). Degrees and dimensionless numbers are the same in every stage.
+STAGE_POWERS = {"m": (1, 0), "m^2": (2, 0), "m/s": (1, 0), "kg": (0, 1), "kg m^2": (2, 1), "kg/m^3": (-3, 1),
+                "N": (1, 1), "N m": (2, 1), "N/m": (0, 1), "N s/m": (0, 1), "N m/deg": (2, 1), "N m s/deg": (2, 1)}
 MAX_LISTED = 50   # failures a gate result keeps (its reason counts them all)
 
 
@@ -57,14 +64,14 @@ def _drop_unset(handler, record: BaseModel, optional: tuple[str, ...]) -> dict:
     return data
 
 
-class AuthoredValues(_Record):
-    """The values as the stage authors them, where a stage's units are not SI (metersPerUnit or
-    kilogramsPerUnit not 1): the component's values are converted, these are what the files say."""
+class StageUnitValues(_Record):
+    """The two values in each stage's own units, where a stage's units are not SI (metersPerUnit or
+    kilogramsPerUnit not 1): the numbers its files author, beside the SI ones that were compared."""
 
-    reference: Any = Field(description="the reference's authored value, in its stage's units")
-    candidate: Any = Field(description="the candidate's authored value, in its stage's units")
-    reference_unit: str = Field(description="e.g. `0.01 m` (metersPerUnit 0.01)")
-    candidate_unit: str
+    reference: Any = Field(description="the reference's value in its stage's units")
+    candidate: Any = Field(description="the candidate's value in its stage's units")
+    reference_unit: str = Field(description="one unit of the reference's stage, e.g. `0.01 m` (metersPerUnit 0.01)")
+    candidate_unit: str = Field(description="one unit of the candidate's stage")
 
 
 class ComponentResult(_Record):
@@ -79,13 +86,14 @@ class ComponentResult(_Record):
                       "; ".join(f"`{k}` {v}" for k, v in UNITS.items()))
     value_unit: str | None = Field(None, description="the unit of reference and candidate; null when they are "
                                                      "not quantities (paths, types, flags)")
-    authored: AuthoredValues | None = Field(None, description="written when a stage's units are not SI")
+    in_stage_units: StageUnitValues | None = Field(None, description="the values in each stage's own units, "
+                                                                     "written when a stage's units are not SI")
     voids_progress: Literal[True] | None = Field(None, description="written (true) for a component whose failure "
                                                                    "makes the check's progress 0")
 
     @model_serializer(mode="wrap")
     def _serialize(self, handler) -> dict:
-        return _drop_unset(handler, self, ("authored", "voids_progress"))
+        return _drop_unset(handler, self, ("in_stage_units", "voids_progress"))
 
 
 class CheckResult(_Record):

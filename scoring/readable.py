@@ -67,12 +67,13 @@ def _ratio(c: ComponentResult) -> str:
     return "not comparable" if c.error >= 50 else f"x{math.exp(c.error):.4g} or x{math.exp(-c.error):.4g}"
 
 
-def _authored(c: ComponentResult) -> str:
-    a = c.authored
+def _in_stage_units(c: ComponentResult) -> str:
+    """The two values in their stages' own units, when those are not SI."""
+    a = c.in_stage_units
     if a is None:
         return ""
-    return (f"; authored: reference {_value(a.reference, None)} ({a.reference_unit}), "
-            f"candidate {_value(a.candidate, None)} ({a.candidate_unit})")
+    return (f"; in stage units: reference {_value(a.reference, None)} x {a.reference_unit}, "
+            f"candidate {_value(a.candidate, None)} x {a.candidate_unit}")
 
 
 def component_text(name: str, c: ComponentResult, input_error: bool = False) -> str:
@@ -91,11 +92,11 @@ def component_text(name: str, c: ComponentResult, input_error: bool = False) -> 
         tolerance = f"{100 * math.expm1(c.tolerance):.3g}%" if math.isfinite(c.tolerance) else number(c.tolerance)
         return (f"{name}: {_value(c.candidate, c.value_unit)} against the reference's "
                 f"{_value(c.reference, c.value_unit)} ({_ratio(c)}; |ln ratio| {number(c.error)}, tolerance "
-                f"{tolerance}{before}){_authored(c)}")
+                f"{tolerance}{before}){_in_stage_units(c)}")
     unit = f" {c.unit}" if c.unit == "count" else ""
     sign = "<=" if c.passed else ">"
     return (f"{name}: {_amount(c.error, c.unit)}{unit} {sign} {_amount(c.tolerance, c.unit)}{unit}{before} "
-            f"({values}){_authored(c)}")
+            f"({values}){_in_stage_units(c)}")
 
 
 def check_failures(check: CheckEntry) -> str:
