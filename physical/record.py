@@ -1,8 +1,8 @@
 """physical.json as a pydantic model: what every field holds (docs/physical-json.md,
 docs/schemas/physical.schema.json).
 
-physical/grade.py builds the record as a plain dict; this model is the file's description, and the
-tests validate every physical.json they produce against it.
+physical/grade.py gathers the record as it goes and writes the file from this model (validated, then
+dumped with exactly the fields it set); the published schema is generated from the same model.
 """
 from __future__ import annotations
 

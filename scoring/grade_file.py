@@ -204,7 +204,7 @@ class GradeInputs:
 
     case: Case | None                  # None: the case could not be loaded
     submission: Path
-    closed_book: dict | None = None    # the rule's verdict (Verdict.to_json()); None: never applied
+    closed_book: ClosedBook | None = None   # the rule's verdict; None: the run ended before it was applied
 
 
 def _check_entries(results: TestResults, case: Case | None) -> list[CheckEntry]:
@@ -227,13 +227,14 @@ def build(decision: Decision, results: TestResults, inputs: GradeInputs, elapsed
     case = inputs.case
     profile = case.profile if case else None
     closed = inputs.closed_book
+    violations = list(closed.violations or []) if closed is not None else []
     timings = {"total_s": round(elapsed, 3), "tests_s": round(results.tests_seconds, 6)}
     timings.update({f"{k}_s": v for k, v in results.timings.items()})
     return Grade(
         status=decision.status,
         authored_usd=decision.authored_usd,
         raw_authored_usd=decision.authored_usd if decision.raw_authored_usd is None else decision.raw_authored_usd,
-        network_violations=(closed or {}).get("violations", []),
+        network_violations=violations,
         submission_valid=decision.submission_valid,
         preservation_pass=decision.preservation_pass,
         targeted_repair_fraction=decision.targeted_repair_fraction,

@@ -143,7 +143,7 @@ class GradingRun:
         self.background: ThreadPoolExecutor | None = None
         trajectory = config.getoption("trajectory")
         self.trajectory = os.path.abspath(trajectory) if trajectory else None  # the run may change folder
-        self.closed_book: dict | None = None         # the rule's verdict as grade.json records it
+        self.closed_book: grade_file.ClosedBook | None = None   # the rule's verdict as grade.json records it
         self.json_report: dict | None = None         # pytest-json-report's report of every test
 
     # -- configure --------------------------------------------------------------------------
@@ -317,14 +317,14 @@ class GradingRun:
     def _apply_closed_book(self, decision):
         """A closed-book case: read the agent's trajectory and apply the rule to the decision."""
         if self.case is None or not self.case.profile.closed_book:
-            self.closed_book = {"required": False}
+            self.closed_book = grade_file.ClosedBook(required=False)
             return apply_closed_book(decision, None)
         from usd_repair_verifier import closed_book
 
         profile = self.case.profile
         verdict = closed_book.evaluate(closed_book.trajectory_path(self.trajectory), self.case.paths.input,
                                        profile.allowed_urls)
-        self.closed_book = verdict.to_json()
+        self.closed_book = grade_file.ClosedBook.model_validate(verdict.to_json())
         return apply_closed_book(decision, verdict.status, verdict.reason)
 
     def pytest_terminal_summary(self, terminalreporter, exitstatus, config: pytest.Config) -> None:

@@ -125,3 +125,31 @@ def test_partial_grade_page_says_what_did_not_run(demo, tmp_path):
     assert "R = " not in text and "no F, S or reward was computed" in text
     assert '<span class="notrun">not run</span></td><td><code>local_package</code>' in text
     assert "Checks not run</h2><p><code>c2</code>" in text
+
+
+def test_the_page_shows_failing_checks_before_gates_and_labels_its_number(demo):
+    text = demo["html"]
+    assert text.index("<h2>Failing checks</h2>") < text.index("<h2>Gates</h2>")
+    # Failing gates first among the gates.
+    gates = text[text.index("<h2>Gates</h2>"):]
+    assert gates.index('<span class="fail">FAIL</span>') < gates.index('<span class="pass">pass</span>')
+    assert '<p class="reward">0.5 <small>authored_usd (the reward, 0 to 1)</small></p>' in text
+    assert "kind <code>joint_limit_units</code>" in text
+    assert "68.7783 deg &gt; 0.5 deg" in text and "(error in deg)" in text
+
+
+def test_a_page_made_again_without_the_case_keeps_its_pictures(demo, tmp_path):
+    page = tmp_path / "page"
+    write_page(demo["grade"], page, CASE, DEMO)
+    drawn = sorted(p.name for p in page.glob("check-*.png"))
+    (page / "check-99-mine.png").write_bytes(b"not the command's")   # a file the command did not write
+    text = write_page(demo["grade"], page).read_text()               # no --case, no --submission
+    assert sorted(p.name for p in page.glob("check-*.png")) == sorted(drawn + ["check-99-mine.png"])
+    assert "No pictures" not in text and all(f'src="{name}"' in text for name in drawn)
+    # Another grade's page in the same folder: its pictures are not this grade's, so none are shown,
+    # and the command still deletes nothing it did not write.
+    other = demo["grade"].model_copy(update={"digests": demo["grade"].digests.model_copy(
+        update={"candidate": demo["grade"].digests.candidate.model_copy(update={"digest": "0" * 64})})})
+    text = write_page(other, page).read_text()
+    assert "No pictures: give --case CASE and --submission DIR" in text
+    assert (page / "check-99-mine.png").exists() and all((page / name).exists() for name in drawn)

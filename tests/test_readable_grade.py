@@ -189,3 +189,54 @@ def test_explain_of_a_malformed_grade_gives_a_reason_not_a_traceback(content, ht
     r = subprocess.run([sys.executable, "-m", "usd_repair_verifier.commands.cli", *args], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 2, r.stdout + r.stderr
     assert r.stderr.startswith("cannot ") and "Traceback" not in r.stderr
+
+
+# --- units and labels: every number a person reads has its unit -----------------------------------
+
+def test_explain_and_the_summary_show_units_and_the_fault_kind(demo_grade):
+    text = "\n".join(explain_lines(demo_grade["grade"]))
+    assert "f2-joint.range on /ant/Geometry/torso/front_right_leg/aux_2/Body/ankle_2: fault f2 (joint_limit_units)" in text
+    # The limit read as degrees by the schema: both values in degrees, the error and tolerance too.
+    assert "travel.lower: 68.7783 deg > 0.5 deg, input 68.7783 deg (reference -70 deg, candidate -1.22173 deg)" in text
+    summary = demo_grade["stdout"][demo_grade["stdout"].index("= usdgrade ="):]
+    assert "check f2-joint.range (joint_limit_units) on" in summary
+    assert "travel.upper: 29.4764 deg > 0.5 deg (reference -30 deg, candidate -0.523599 deg)" in summary
+
+
+def test_every_component_in_grade_json_carries_its_unit(demo_grade):
+    components = [c for check in demo_grade["grade"].checks for c in check.components.values()]
+    failures = [f for gate in demo_grade["grade"].preservation.values() for f in gate.failures]
+    assert components and all(c.unit for c in components)
+    assert all(c.unit for f in failures for c in f.components.values())
+
+
+def test_a_mass_is_shown_in_kilograms_with_its_ratio(tmp_path):
+    case = ROOT / "fixtures" / "cases" / "gripper_hull_and_mass"
+    r = grade_warm(case, case / "input", tmp_path / "out")
+    assert r.exit_code == 0, r.stdout[-2000:]
+    text = "\n".join(explain_lines(_written_grade(tmp_path / "out")))
+    line = next(line for line in text.splitlines() if line.strip().startswith("mass:"))
+    # A log-ratio of 6.9 means nothing to a reader: the two masses in kg and their ratio.
+    assert "kg against the reference's" in line and " kg (x1000;" in line and "tolerance 1%" in line, line
+
+
+def test_a_grade_written_before_results_were_typed_still_reads(demo_grade, tmp_path):
+    """Older grades: gate failures as sentences, no units, no fault kind. They parse, and explain reads them."""
+    old = demo_grade["grade"].to_json()
+    for check in old["checks"]:
+        check.pop("fault_kind")
+        for component in check["components"].values():
+            component.pop("unit"), component.pop("value_unit")
+    for kind in ("validity", "preservation"):
+        for gate in old[kind].values():
+            gate["failures"] = [f["reason"] for f in gate["failures"]]
+    old["preservation"]["joint_count"]["failures"] = ["an old sentence"]
+    path = tmp_path / "grade.json"
+    path.write_text(json.dumps(old))
+    grade = grade_file.read(path.read_text())
+    assert grade.preservation["joint_count"].failures[0].reason == "an old sentence"
+    r = subprocess.run([sys.executable, "-m", "usd_repair_verifier.commands.cli", "explain", str(path)], cwd=ROOT,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "f2-joint.range on /ant/Geometry/torso/front_right_leg/aux_2/Body/ankle_2: fault f2 (kind not recorded)" in r.stdout
+    assert "travel.lower: 68.7783 > 0.5" in r.stdout   # no unit recorded: none invented
