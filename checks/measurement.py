@@ -24,7 +24,8 @@ from usd_repair_verifier.profiles.jsonable import jsonable
 from usd_repair_verifier.stage_snapshot.correspondence import Correspondence
 from usd_repair_verifier.stage_snapshot.model import StageSnapshot
 
-from usd_repair_verifier.profiles.result_record import STAGE_POWERS, CheckResult, ComponentResult, StageUnitValues
+from usd_repair_verifier.profiles.result_record import (STAGE_POWERS, CheckResult, ComponentResult, StageUnitValues,
+                                                       component_text)
 
 # Log-ratio errors are capped so that a zero against a positive value stays finite.
 MAX_LOG_RATIO = 50.0
@@ -103,8 +104,8 @@ def _within(error: float, tolerance: float) -> bool:
 
 
 def failing_text(name: str, c: ComponentResult) -> str:
-    """One failing component as the check's details say it."""
-    return c.candidate if name == "authoring" else f"{name}: {c.error:.6g} > {c.tolerance:.6g}"
+    """One failing component as the check's details (and a gate's reason) say it: in its units."""
+    return component_text(name, c, compact=True)
 
 
 def component_progress(error: float, tolerance: float, input_error: float | None) -> float:

@@ -25,11 +25,11 @@ from usd_repair_verifier.profiles.digest import tree_digest
 from usd_repair_verifier.stage_snapshot.read import StageOpenError
 from usd_repair_verifier.visual.render import RenderError
 
-from usd_repair_verifier.profiles.result_record import ComponentResult
+from usd_repair_verifier.profiles.result_record import ComponentResult, component_text
 from usd_repair_verifier.scoring.grade_file import CheckEntry, Grade
 from usd_repair_verifier.scoring.progress import progress
-from usd_repair_verifier.scoring.readable import (GATE_KINDS, arithmetic, checks_not_run, component_text, failing_checks,
-                                                  gates_of, not_run_by_kind, unmeasured_checks)
+from usd_repair_verifier.scoring.readable import (GATE_KINDS, arithmetic, checks_not_run, failing_checks, gates_of,
+                                                  not_run_by_kind, unmeasured_checks)
 
 MAX_PICTURED = 20   # failing checks drawn (least progress first); the rest get bars only
 MANIFEST = "pictures.json"   # the pictures this command drew into the page's folder, and for which grade

@@ -13,6 +13,7 @@ back as floats.
 """
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_serializer
@@ -154,6 +155,105 @@ class GateResult(_Record):
         texts = [f if isinstance(f, str) else f.reason for f in failures]
         shown = "; ".join(texts[:3]) + (f"; and {len(texts) - 3} more" if len(texts) > 3 else "")
         return cls.of(gate, False, f"{len(texts)} {what}: {shown}", failures)
+
+
+# --- one component in words, with its units ----------------------------------------------------
+
+
+def number(value) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (int, float)):
+        return "inf" if value == math.inf else "-inf" if value == -math.inf else f"{value:.6g}"
+    if isinstance(value, str) and value in ("inf", "-inf", "nan"):
+        return value
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def _value(value, unit: str | None) -> str:
+    """A measured value with its unit: 0.25 m, [0, 0, 0.1] m, 12.3%, 'revolute'."""
+    if value is None:
+        return "none"
+    if unit == "share" and isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return f"{100 * value:.4g}%"
+    if isinstance(value, list) and value and all(isinstance(v, (int, float)) for v in value):
+        text = "[" + ", ".join(number(v) for v in value) + "]"
+    elif isinstance(value, (int, float, str)):
+        text = number(value)
+    else:
+        text = repr(value)
+    return f"{text} {unit}" if unit and not isinstance(value, str) else text
+
+
+def _amount(value, unit: str) -> str:
+    """An error or a tolerance in its unit."""
+    if unit == "share" and isinstance(value, (int, float)) and math.isfinite(value):
+        return f"{100 * value:.4g}%"
+    if unit in ("", "1", "count", "log_ratio"):
+        return number(value)
+    return f"{number(value)} {unit}"
+
+
+def _positive(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+
+
+def _ratio(c: ComponentResult) -> str:
+    """A log-ratio's meaning: how many times the reference's value the candidate's is."""
+    ref, cand = c.reference, c.candidate
+    if _positive(ref) and _positive(cand):
+        return f"x{cand / ref:.4g}"
+    if isinstance(ref, list) and isinstance(cand, list) and len(ref) == len(cand) and ref \
+            and all(_positive(v) for v in ref + cand):
+        ratios = [b / a for a, b in zip(ref, cand)]
+        same = all(math.isclose(r, ratios[0], rel_tol=1e-6) for r in ratios)
+        return f"x{ratios[0]:.4g}" if same else "x[" + ", ".join(f"{r:.4g}" for r in ratios) + "]"
+    return "not comparable" if c.error >= 50 else f"x{math.exp(c.error):.4g} or x{math.exp(-c.error):.4g}"
+
+
+def _in_stage_units(c: ComponentResult) -> str:
+    """The two values in their stages' own units, when those are not SI."""
+    a = c.in_stage_units
+    if a is None:
+        return ""
+    return (f"; in stage units: reference {_value(a.reference, None)} x {a.reference_unit}, "
+            f"candidate {_value(a.candidate, None)} x {a.candidate_unit}")
+
+
+def _short(value) -> bool:
+    """A value short enough for a one-line account: a number, a word, a few numbers."""
+    return value is None or isinstance(value, (int, float, str)) and len(str(value)) <= 40 or (
+        isinstance(value, list) and len(value) <= 4 and all(isinstance(v, (int, float)) for v in value))
+
+
+def component_text(name: str, c: ComponentResult, input_error: bool = False, compact: bool = False) -> str:
+    """One component in words: its error against the tolerance in its unit, and the two values
+    (a log-ratio as the values and their ratio, a flag as agrees or differs). `compact` (a check's
+    details, a gate's reason): the values only when they are short, no stage units."""
+    if name == "authoring":
+        return str(c.candidate)
+    if compact and not (_short(c.reference) and _short(c.candidate)):
+        values = ""
+    else:
+        values = f"reference {_value(c.reference, c.value_unit)}, candidate {_value(c.candidate, c.value_unit)}"
+    before = ""
+    if input_error:
+        before = f", input {'differs' if c.unit == 'flag' and c.input_error else _amount(c.input_error, c.unit)}" \
+            if c.input_error is not None else ", input -"
+    stage = "" if compact else _in_stage_units(c)
+    if c.unit == "flag":
+        verdict = "agrees" if c.passed else "differs"
+        return f"{name}: {verdict}{before}" + (f" ({values})" if values else "")
+    if c.unit == "log_ratio" and values:
+        tolerance = f"{100 * math.expm1(c.tolerance):.3g}%" if math.isfinite(c.tolerance) else number(c.tolerance)
+        return (f"{name}: {_value(c.candidate, c.value_unit)} against the reference's "
+                f"{_value(c.reference, c.value_unit)} ({_ratio(c)}; |ln ratio| {number(c.error)}, tolerance "
+                f"{tolerance}{before}){stage}")
+    unit = f" {c.unit}" if c.unit == "count" else ""
+    sign = "<=" if c.passed else ">"
+    text = f"{name}: {_amount(c.error, c.unit)}{unit} {sign} {_amount(c.tolerance, c.unit)}{unit}{before}"
+    return text + (f" ({values})" if values else "") + stage
+
 
 
 KINDS = ("check", "validity", "preservation", "objective")

@@ -5,9 +5,7 @@ and their ratio, a flag as agrees or differs.
 """
 from __future__ import annotations
 
-import math
-
-from usd_repair_verifier.profiles.result_record import ComponentResult
+from usd_repair_verifier.profiles.result_record import component_text
 
 from .grade_file import NOT_RUN, CheckEntry, Grade
 from .reward import REWARD_CAP, WEIGHT_F, WEIGHT_S, ZEROED, raw_reward, reward_from
@@ -23,80 +21,6 @@ def figure(value) -> str:
 
 def _status(grade: Grade) -> str:
     return grade.status.value
-
-
-# --- one component, with its units ------------------------------------------------------------
-
-def number(value) -> str:
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, (int, float)):
-        return "inf" if value == math.inf else "-inf" if value == -math.inf else f"{value:.6g}"
-    if isinstance(value, str) and value in ("inf", "-inf", "nan"):
-        return value
-    return repr(value) if isinstance(value, str) else str(value)
-
-
-def _value(value, unit: str | None) -> str:
-    """A measured value with its unit: 0.25 m, [0, 0, 0.1] m, 'revolute'."""
-    if value is None:
-        return "none"
-    if isinstance(value, list) and value and all(isinstance(v, (int, float)) for v in value):
-        text = "[" + ", ".join(number(v) for v in value) + "]"
-    elif isinstance(value, (int, float, str)):
-        text = number(value)
-    else:
-        text = repr(value)
-    return f"{text} {unit}" if unit and not isinstance(value, str) else text
-
-
-def _amount(value, unit: str) -> str:
-    """An error or a tolerance in its unit."""
-    if unit == "share" and isinstance(value, (int, float)) and math.isfinite(value):
-        return f"{100 * value:.4g}%"
-    if unit in ("", "1", "count", "log_ratio"):
-        return number(value)
-    return f"{number(value)} {unit}"
-
-
-def _ratio(c: ComponentResult) -> str:
-    """A log-ratio's meaning: how many times the reference's value the candidate's is."""
-    ref, cand = c.reference, c.candidate
-    if isinstance(ref, (int, float)) and isinstance(cand, (int, float)) and ref > 0 and cand > 0:
-        return f"x{cand / ref:.4g}"
-    return "not comparable" if c.error >= 50 else f"x{math.exp(c.error):.4g} or x{math.exp(-c.error):.4g}"
-
-
-def _in_stage_units(c: ComponentResult) -> str:
-    """The two values in their stages' own units, when those are not SI."""
-    a = c.in_stage_units
-    if a is None:
-        return ""
-    return (f"; in stage units: reference {_value(a.reference, None)} x {a.reference_unit}, "
-            f"candidate {_value(a.candidate, None)} x {a.candidate_unit}")
-
-
-def component_text(name: str, c: ComponentResult, input_error: bool = False) -> str:
-    """One component in words: its error against the tolerance, in units, and the two values."""
-    if name == "authoring":
-        return str(c.candidate)
-    values = f"reference {_value(c.reference, c.value_unit)}, candidate {_value(c.candidate, c.value_unit)}"
-    before = ""
-    if input_error:
-        before = f", input {'differs' if c.unit == 'flag' and c.input_error else _amount(c.input_error, c.unit)}" \
-            if c.input_error is not None else ", input -"
-    if c.unit == "flag":
-        verdict = "agrees" if c.passed else "differs"
-        return f"{name}: {verdict}{before} ({values})"
-    if c.unit == "log_ratio":
-        tolerance = f"{100 * math.expm1(c.tolerance):.3g}%" if math.isfinite(c.tolerance) else number(c.tolerance)
-        return (f"{name}: {_value(c.candidate, c.value_unit)} against the reference's "
-                f"{_value(c.reference, c.value_unit)} ({_ratio(c)}; |ln ratio| {number(c.error)}, tolerance "
-                f"{tolerance}{before}){_in_stage_units(c)}")
-    unit = f" {c.unit}" if c.unit == "count" else ""
-    sign = "<=" if c.passed else ">"
-    return (f"{name}: {_amount(c.error, c.unit)}{unit} {sign} {_amount(c.tolerance, c.unit)}{unit}{before} "
-            f"({values}){_in_stage_units(c)}")
 
 
 def check_failures(check: CheckEntry) -> str:
