@@ -10,8 +10,8 @@ knows about it:
 - the defaults of its tolerances;
 - the authored attributes that feed it (an attribute authored wrongly fails every check that
   reads it, checks/authoring_errors.py) and which prims around a target count;
-- its fault kinds: the checks each selects, and the injector that makes it (`module:function`
-  under the usd_repair_verifier namespace, so `usdgrade inject` and `--targets` reach it).
+- its fault kinds: the checks each selects, and the injector that makes it (`module:function`,
+  so `usdgrade inject` and `--targets` reach it).
 
 checks/registry.py loads the modules from here; profiles/vocabulary.py (what a profile may
 name), gates/ (who gates and exempts what) and authoring/inject (the injectors) read the same
@@ -76,7 +76,7 @@ class FaultKind:
     target: str                          # a target kind
     checks: tuple[tuple[str, str], ...]  # (family, measure) pairs graded on the fault's target
     summary: str
-    injector: str = ""                   # "module:function" under usd_repair_verifier
+    injector: str = ""                   # "module:function", the module by its full name
 
 
 @dataclass(frozen=True)
@@ -109,7 +109,7 @@ TRAVEL = ("limit_angle_deg", "limit_linear_m")
 
 
 def _inject(module: str, function: str) -> str:
-    return f"authoring.inject.{module}:{function}"
+    return f"usd_repair_verifier.authoring.inject.{module}:{function}"
 
 
 def _joint(name: str, tolerances: tuple[str, ...] = (), knock_on: tuple[KnockOn, ...] = ()) -> Measure:

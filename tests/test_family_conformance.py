@@ -295,7 +295,7 @@ TOY_ENTRY = '''    Family(
         (Measure("position", "body", "all_bodies", "healthy_body_properties", ("body_position_m",)),),
         {"body_position_m": 1e-5},
         (FaultKind("body_nudged", "body", (("body_pose", "position"),), "a rigid body moved a little",
-                   "checks.body_pose:body_nudged"),),
+                   "usd_repair_verifier.checks.body_pose:body_nudged"),),
     ),
 '''
 CODE = ("usd_repair_verifier", "authoring", "checks", "closed_book", "commands", "gates", "physical", "profiles",

@@ -2,8 +2,10 @@
 
 The repository keeps what is the example's own (task.toml, the instruction, environment/, solution/,
 tests/ with test.sh, the Dockerfile, the pins and the case) and a lock of the verifier it was built
-with (verifier.lock.json: the versions and the digest of tests/verifier/); tests/verifier/ itself,
-a copy of this checkout's grading code, is not committed (.gitignore) but written here.
+with (verifier.lock.json: the verifier's and the scoring's versions, and the files the copy holds);
+tests/verifier/ itself, a copy of this checkout's grading code, is not committed (.gitignore) but
+written here. The lock changes with a version or with the set of the verifier's files, not with
+every edit of its code.
 
     python tools/harbor_example.py            # write the complete example (its verifier too) and its lock
     python tools/harbor_example.py --check    # exit 1, saying what differs, unless the committed example
@@ -27,15 +29,13 @@ VERIFIER = Path("tests") / "verifier"
 
 
 def lock_of(task: Path) -> dict:
-    """What identifies the verifier a written task carries."""
-    from usd_repair_verifier.profiles.digest import tree_digest
+    """What identifies the verifier a written task carries: its versions and its files."""
     from usd_repair_verifier.profiles.schema import SCORING_VERSION
     from usd_repair_verifier.scoring import VERIFIER_VERSION
 
     files = sorted(p.relative_to(task / VERIFIER).as_posix() for p in (task / VERIFIER).rglob("*") if p.is_file())
     return {"case": CASE.relative_to(ROOT).as_posix(), "verifier_version": VERIFIER_VERSION,
-            "scoring_version": SCORING_VERSION, "verifier": {"folder": VERIFIER.as_posix(), "files": len(files),
-                                                              "digest": tree_digest(task / VERIFIER)},
+            "scoring_version": SCORING_VERSION, "verifier": {"folder": VERIFIER.as_posix(), "files": files},
             "regenerate": "python tools/harbor_example.py"}
 
 

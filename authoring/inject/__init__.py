@@ -36,9 +36,9 @@ __all__ = ["INJECTORS", "Injected", "InjectionError", "inject", "remove_prim", "
            "set_api_schemas", "set_attribute", "set_targets"]
 
 def _injector(kind: str) -> Callable:
-    """The function the family table names for a fault kind (`module:function` under the namespace)."""
+    """The function the family table names for a fault kind (`module:function`)."""
     module, _, function = FAULT_KINDS[kind].injector.partition(":")
-    return getattr(importlib.import_module(f"usd_repair_verifier.{module}"), function)
+    return getattr(importlib.import_module(module), function)
 
 
 INJECTORS: dict[str, Callable] = {kind: _injector(kind) for kind in FAULT_KINDS}
