@@ -9,9 +9,10 @@ For every family:
   layers, a binary layer, other units (metersPerUnit 0.01, or 1 for the centimetre cabinet) or
   its prims reordered measures as the asset itself, intact or broken by one of its fault kinds
   (a fault in the layout itself, `measures_layout`, cannot survive a rewritten layout);
-- every fault kind injects (the same bytes for the same seed), freezes, and fails exactly its
-  checks: every check it selects fails on its target, and nothing else fails anywhere but the
-  knock-on effects its entry declares.
+- every fault kind injects (the same bytes for the same seed, the rest of the package kept),
+  freezes (a kind of a hand-picked fixture case is frozen and graded by the case suite), and fails
+  exactly its checks: every check it selects fails on its target, and nothing else fails anywhere
+  but the knock-on effects its entry declares.
 
 The last test adds a toy family in a copy of the repository, with one module and one entry and
 nothing else (it proves the copy differs from the repository in those two files only), and runs
@@ -27,6 +28,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from pxr import Usd
@@ -40,7 +42,8 @@ from usd_repair_verifier.gates.exemptions import exempt_keys
 from usd_repair_verifier.profiles.families import FAMILIES, measure_entry
 from usd_repair_verifier.profiles.result_record import UNITS
 from usd_repair_verifier.profiles.schema import Fault
-from usd_repair_verifier.profiles.vocabulary import DEFAULT_CORRESPONDENCE, DEFAULT_SAMPLING, DEFAULT_TOLERANCES
+from usd_repair_verifier.profiles.vocabulary import (DEFAULT_CORRESPONDENCE, DEFAULT_SAMPLING, DEFAULT_TOLERANCES,
+                                                     FAULT_KINDS)
 from usd_repair_verifier.stage_snapshot.correspondence import correspond
 from usd_repair_verifier.stage_snapshot.read import read_snapshot
 from tests import equivalent_variants
@@ -60,7 +63,9 @@ def snapshot(package: str):
     return read_snapshot(root_layer_of(Path(package)), DEFAULT_SAMPLING)
 
 
+@functools.cache
 def measurements(reference: Path, candidate: Path) -> Measurements:
+    """Every measurement of the pair, made once per test process (the families' tests share it)."""
     ref, cand = snapshot(str(reference)), snapshot(str(candidate))
     match = correspond(ref, cand, DEFAULT_CORRESPONDENCE["max_body_cost"], DEFAULT_CORRESPONDENCE["max_joint_cost"])
     return Measurements(Comparison(ref, cand, match, dict(DEFAULT_TOLERANCES)))
@@ -104,6 +109,16 @@ def example(kind: str) -> tuple[Path, str]:
         if found.valid:
             return asset(name), found.valid[0]
     raise LookupError(f"no fixture asset takes a fault of kind {kind}")
+
+
+@functools.cache
+def frozen_by_the_case_suite() -> frozenset[str]:
+    """The fault kinds of the hand-picked fixture cases (none in a copy without them)."""
+    try:
+        from fixtures.build_cases import CASE_TABLE
+    except ImportError:
+        return frozenset()
+    return frozenset(kind for _, faults in CASE_TABLE.values() for _, kind, _ in faults)
 
 
 def injected(work: Path, kind: str) -> tuple[Path, Path, str]:
@@ -231,14 +246,19 @@ def test_every_fault_kind_injects_freezes_and_fails_exactly_its_checks(family, k
     changed = [name for name, data in files(broken).items() if files(reference).get(name) != data]
     assert changed and (kind == "body_hierarchy" or len(changed) <= 3), changed
     # Frozen: freeze grades the reference (1.0, objective met) and the input (0, graded, every
-    # targeted check failing) and refuses otherwise. Its grades run in this process.
-    monkeypatch.setattr("usd_repair_verifier.scoring.run.run_grade", grade_warm)
-    profile = freeze(f"conformance-{kind}", reference, broken, work / "cases" / kind,
-                     [Fault(id="f1", kind=kind, target=target)])
+    # targeted check failing) and refuses otherwise (its grades run in this process). A kind of a
+    # hand-picked fixture case was frozen by fixtures/build_cases.py, and tests/test_case_suite.py
+    # grades that case's reference and input the same way on every run: not frozen again here.
+    fault = Fault(id="f1", kind=kind, target=target)
+    if kind in frozen_by_the_case_suite():
+        profile = SimpleNamespace(checks=[SimpleNamespace(family=f, measure=name, target=target)
+                                          for f, name in FAULT_KINDS[kind].checks])
+    else:
+        monkeypatch.setattr("usd_repair_verifier.scoring.run.run_grade", grade_warm)
+        profile = freeze(f"conformance-{kind}", reference, broken, work / "cases" / kind, [fault])
     m = measurements(reference, broken)
     failing = {key for key in every_measurement(m.comparison.reference) if m.check(*key).passed is False}
-    selected = {(f, name, target) for f, name in next(k for k in next(
-        e for e in FAMILIES if e.name == family).fault_kinds if k.name == kind).checks}
+    selected = {(f, name, target) for f, name in FAULT_KINDS[kind].checks}
     assert selected <= failing, sorted(selected - failing)
     undeclared = failing - exempt_keys(profile, m.comparison)
     assert not undeclared, f"{kind} also fails {sorted(undeclared)}: declare them as knock-ons or fix the injector"
