@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .allowed import allowed_urls
-from .rule import MAX_ARGUMENT_CHARS, MAX_LISTED, Violation, Violations
+from .rule import MAX_ARGUMENT_CHARS, MAX_CALL_CHARS, MAX_LISTED, Violation, Violations
 from .trajectory import TrajectoryError, read_run
 
 # Where Harbor leaves the trajectory inside the agent's container (the trial's agent/ folder).
@@ -54,7 +54,7 @@ def evaluate(trajectory: Path | None, input_package: Path, instruction_urls: tup
         return Verdict(UNVERIFIED, f"the trajectory cannot be read completely: {error}", str(trajectory))
     except OverflowError:
         return Verdict(UNVERIFIED, f"the tool calls' arguments hold more than the {MAX_ARGUMENT_CHARS} characters "
-                       "that can be checked", str(trajectory))
+                       f"(or one call more than the {MAX_CALL_CHARS}) that can be checked", str(trajectory))
     summary = {"agent": run.agent, "schema_versions": sorted(set(run.schema_versions)), "files": run.files,
                "trajectories": run.trajectories, "steps": run.steps, "tool_calls": run.tool_calls}
     if not run.tool_calls:

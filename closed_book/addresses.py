@@ -122,11 +122,9 @@ def _scan(token: str, found: list[str]) -> None:
 def urls_in(text: str) -> list[str]:
     """Every address written out in `text`, in order, local ones included."""
     found: list[str] = []
-    for token in TOKEN.findall(text):
-        if _may_hold_address(token):
-            _scan(token, found)
-    if SHELL_NOISE.search(text):
-        for token in TOKEN.findall(SHELL_NOISE.sub("", text)):
+    for source in (text, SHELL_NOISE.sub("", text) if SHELL_NOISE.search(text) else ""):
+        for match in TOKEN.finditer(source):       # one token at a time: no list of them all
+            token = match.group(0)
             if _may_hold_address(token):
                 _scan(token, found)
     return found
@@ -136,7 +134,7 @@ def hosts_in(text: str) -> list[str]:
     """Every address in `text`, and every bare host name or IP literal (a dotted name counts when
     its last label is a real top-level domain)."""
     found = urls_in(text)
-    for match in ANY_HOST.finditer(SHELL_NOISE.sub("", text)):
+    for match in ANY_HOST.finditer(SHELL_NOISE.sub("", text) if SHELL_NOISE.search(text) else text):
         host = match.group(0)
         named = is_public_name(host) and host.lower().rsplit(".", 1)[-1] not in FILE_LIKE_TLDS
         if host.lower() == "localhost" or host.startswith("[") or ipv4(host) is not None or named:

@@ -36,6 +36,8 @@ EXCERPT_CHARS = 160
 # Searching costs up to about a second per million characters of hostile text: past this
 # many, the run is too large to check within a grade's time and is left unverified.
 MAX_ARGUMENT_CHARS = 64 << 20
+# One call's arguments are searched as a few copies of their text: this bounds what that costs.
+MAX_CALL_CHARS = 16 << 20
 # At most this many violations are listed (the count of all is in the verdict's reason).
 MAX_LISTED = 1000
 # Words that fetch: an input URL in a call holding one of these is being looked up, not copied.
@@ -74,20 +76,21 @@ INFO_ONLY = {"--version", "-V", "--help", "-h", "--manual", "-M"}
 # Options and settings that send a connection somewhere else than the address it names; the value
 # that follows names where (`--connect-to a:443:b:443`, `https_proxy=...`, `Host: b`).
 REDIRECT = re.compile(
-    r"(?:--connect-to|--resolve|--proxy[\w.\-]*|--preproxy|--socks[45]h?|--doh-url|(?<![\w-])-x(?=\s*\S*[.:/])|"
+    r"(?:--connect-to|--resolve|--proxy[\w.\-]*|--preproxy|--socks[45]h?|--doh-url|(?<![\w-])-x(?=\s*\S{0,256}[.:/])|"
     r"\b[a-z]*_proxy\b\s*=|\bproxy\s*=|\bconnect-to\s*=|\bresolve\s*=|\bhost[\"']?\s*:(?=\s*[\"']?[\w\[])|"
     r"\bHOSTALIASES\b|\binsteadOf\b)",
     re.IGNORECASE,
 )
 # A write to the hosts file: every address on that line is where a name now leads.
-HOSTS_WRITE = re.compile(r"(?:>|\btee\b[^\n;|&]*|\bsed\b[^\n;|&]*-i[^\n;|&]*|\bopen\([^)\n]*)\s*[\"']?/etc/hosts\b")
+HOSTS_WRITE = re.compile(r"(?:>|\btee\b[^\n;|&]{0,256}|\bsed\b[^\n;|&]{0,256}-i[^\n;|&]{0,256}|\bopen\([^)\n]{0,256})"
+                         r"\s*[\"']?/etc/hosts\b")
 
 
 def redirect_targets(text: str) -> list[str]:
     """The values of every redirecting option or setting in the text (where connections are sent)."""
     values = []
     for match in REDIRECT.finditer(text):
-        rest = text[match.end():].lstrip(" \t=:\"'")
+        rest = text[match.end():match.end() + 1024].lstrip(" \t=:\"'")
         values.append(re.split(r"[\s\"'`;|&]", rest, maxsplit=1)[0])
     for match in HOSTS_WRITE.finditer(text):
         start = text.rfind("\n", 0, match.start()) + 1
@@ -157,9 +160,11 @@ def _program(words: list[str]) -> tuple[str | None, list[str], bool]:
 def network_commands(text: str) -> list[tuple[str, str]]:
     """(client, command) for each command of the text that runs a network client."""
     found = []
-    for segment in SEGMENT_BREAK.split(text):
-        words = segment.split()
-        program, arguments, fed = _program(words)
+    start = 0
+    for end in [m.start() for m in SEGMENT_BREAK.finditer(text)] + [len(text)]:
+        head = text[start:min(end, start + 4096)].split()[:64]      # the program and its first words
+        segment_start, start = start, end + 1
+        program, arguments, fed = _program(head)
         if program is None:
             continue
         if program == "git":
@@ -172,7 +177,7 @@ def network_commands(text: str) -> list[tuple[str, str]]:
         if (not arguments and not fed) or (arguments and (all(a in INFO_ONLY for a in arguments)
                                                           or arguments[0][:1] in CODE_OPERAND)):
             continue
-        found.append((program, segment.strip()))
+        found.append((program, text[segment_start:end].strip()))
     for match in CODE_CLIENT.finditer(text):
         line_start = text.rfind("\n", 0, match.start()) + 1
         line_end = text.find("\n", match.end())
@@ -192,9 +197,9 @@ def _names_only_local(command: str) -> bool:
     return False
 
 
-def call_violations(call: ToolCall, allowed: frozenset[str]) -> list[Violation]:
+def call_violations(call: ToolCall, allowed: frozenset[str], text: str | None = None) -> list[Violation]:
     where = (call.trajectory, call.step_id, call.tool_call_id, call.function_name)
-    text = call_text(call.arguments)
+    text = call_text(call.arguments) if text is None else text
     found = []
     for tool in [call.function_name] + nested_tool_names(call.arguments):
         if is_web_tool(tool):
@@ -205,7 +210,7 @@ def call_violations(call: ToolCall, allowed: frozenset[str]) -> list[Violation]:
     targets = redirect_targets(text)
     # Local addresses are local only while nothing in the call sends connections elsewhere.
     redirected = bool(targets)
-    fetching = FETCHING.search(f"{call.function_name}\n{text}") is not None or URL_KEY.search(text) is not None
+    fetching = any(FETCHING.search(t) for t in (call.function_name, text)) or URL_KEY.search(text) is not None
     listed: list[str] = []
     for url in urls_in(text) + [h for value in targets for h in hosts_in(value)]:
         if url in listed or (is_local(url) and not (redirected and "://" in url and not url.lower().startswith("file:"))):
@@ -236,10 +241,11 @@ class Violations:
         self._seen: set[tuple] = set()
 
     def add_call(self, call: ToolCall) -> None:
-        self.chars += argument_chars(call.arguments)
-        if self.chars > MAX_ARGUMENT_CHARS:
-            raise OverflowError(self.chars)
-        for violation in call_violations(call, self.allowed):
+        text = call_text(call.arguments)
+        self.chars += len(text)
+        if self.chars > MAX_ARGUMENT_CHARS or len(text) > MAX_CALL_CHARS:
+            raise OverflowError(len(text))
+        for violation in call_violations(call, self.allowed, text):
             key = (violation.tool.lower(), violation.kind, violation.url, violation.excerpt)
             if key in self._seen:
                 continue

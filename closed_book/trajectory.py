@@ -13,7 +13,8 @@ Only what the closed-book rule needs is read: every tool call of every step (its
 Memory is bounded: one file is parsed at a time, each tool call is handed on as plain
 strings the moment its step is read and the parsed file is dropped before the next one;
 a file may hold at most MAX_FILE_VALUES JSON values (counted before parsing, outside its
-strings), so the parsed objects cannot outgrow the file by more than a fixed amount.
+strings) and take at most MAX_DECODED_BYTES as text, so its parsed objects cannot outgrow a
+fixed amount whatever their shape.
 docs/closed-book.md states the bound that tests/test_closed_book_memory.py measures.
 
 The reader is written against the format, not Harbor's classes (which need a newer
@@ -39,6 +40,9 @@ MAX_TOTAL_BYTES = 256 << 20
 # Parsed JSON costs up to ~70 bytes per value beyond its strings (an empty object per three bytes
 # of `{},` would cost twenty times the file): past this many values a file is refused.
 MAX_FILE_VALUES = 2_000_000
+# The decoded document and its parsed strings each take up to this much: a file whose text would
+# take more (128 MiB of text with one emoji is 512 MiB in Python) is refused.
+MAX_DECODED_BYTES = 256 << 20
 MAX_FILES = 1000
 MAX_DEPTH = 32
 CONTINUATION_PATTERN = r"{stem}\.cont-(\d+)\.json"
@@ -73,9 +77,30 @@ class Run:
 
 
 def count_values(raw: bytes) -> int:
-    """An upper bound on the JSON values of a document: its separators and openings outside strings."""
-    structure = JSON_STRING.sub(b'""', raw)
-    return structure.count(b",") + structure.count(b"[") + structure.count(b"{") + 1
+    """An upper bound on the JSON values of a document: its separators and openings outside strings.
+
+    Counted in place (no copy of the document): every such byte, less those inside strings.
+    """
+    def structural(start: int = 0, end: int | None = None) -> int:
+        end = len(raw) if end is None else end
+        return raw.count(b",", start, end) + raw.count(b"[", start, end) + raw.count(b"{", start, end)
+
+    total = structural()
+    if total <= MAX_FILE_VALUES:
+        return total + 1
+    for match in JSON_STRING.finditer(raw):
+        total -= structural(match.start(), match.end())
+    return total + 1
+
+
+def decoded_bytes(raw: bytes) -> int:
+    """What the document takes as a Python string: one, two or four bytes a character, by its widest
+    character (a single character past U+FFFF makes every character take four)."""
+    if re.search(rb"[\xf0-\xf4]|\\u[dD][89abAB]", raw):
+        return 4 * len(raw)
+    if re.search(rb"[\xc4-\xef]|\\u(?:0[1-9a-fA-F]|[1-9a-fA-F])", raw):
+        return 2 * len(raw)
+    return len(raw)
 
 
 @dataclass
@@ -120,6 +145,9 @@ class _Reader:
         values = count_values(raw)
         if values > MAX_FILE_VALUES:
             raise TrajectoryError(f"{name}: about {values} JSON values, over the limit of {MAX_FILE_VALUES}")
+        decoded = decoded_bytes(raw)
+        if decoded > MAX_DECODED_BYTES:
+            raise TrajectoryError(f"{name}: its text takes {decoded} bytes decoded, over the limit of {MAX_DECODED_BYTES}")
         try:
             text = raw.decode("utf-8")
             del raw
