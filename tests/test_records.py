@@ -154,8 +154,9 @@ def test_ingest_records_tokens_digests_checks_and_separate_reports(ingested):
 
     # the real grade of a plain folder
     real = json.loads((PLAIN / "ant_demo" / "grade.json").read_text())
-    plain = store.get_episode(f"local:ant_two_joint_faults:{real['digests']['candidate']['digest']}")
-    assert plain is not None and plain.trial_name == "ant_demo" and plain.model_name is None
+    [plain] = store.iter_episodes({"source": "folder"})
+    assert plain.episode_id.startswith("folder:ant_two_joint_faults:")
+    assert plain.trial_name == "ant_demo" and plain.job_name == "plain_grades" and plain.model_name is None
     assert store.grades(plain.episode_id)[0]["authored_usd"] == real["authored_usd"] == 0.5
 
 
@@ -346,7 +347,7 @@ def test_broken_folders_are_skipped_with_reasons(store, tmp_path):
     report = ingest(store, [job, plain, tmp_path / "missing"])
     skipped = dict(report.skipped)
     assert "is not JSON" in skipped[str(job / names[0])]
-    assert "not a Harbor trial result" in skipped[str(job / names[1])]
+    assert "neither a Harbor trial result" in skipped[str(job / names[1])]
     assert "symlink" in skipped[str(plain)] or "not a JSON object" in skipped[str(plain)]
     assert str(tmp_path / "missing") in skipped
     notes = " | ".join(note for _, note in report.notes)
