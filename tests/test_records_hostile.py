@@ -160,7 +160,7 @@ def _layout(root: Path, name: str) -> Path:
 
 
 @pytest.mark.parametrize("name", ["broken_result", "planted", "grade_folder"])
-def test_a_folder_gets_the_same_outcome_given_directly_or_found_in_a_job_or_a_folder(store_url, tmp_path, name):
+def test_a_folder_gets_the_same_outcome_given_directly_or_found_in_a_job_or_a_folder(request, store_url, tmp_path, name):
     from usd_repair_verifier.records.store import open_store
 
     outcomes = []
@@ -180,9 +180,11 @@ def test_a_folder_gets_the_same_outcome_given_directly_or_found_in_a_job_or_a_fo
             holder.mkdir(parents=True)
             folder = _layout(holder, name)
             given = base
-        url = store_url.replace("records.sqlite", f"{how.replace(' ', '_')}.sqlite") if "sqlite" in store_url else None
-        if url is None:
-            continue                                   # one PostgreSQL database: the SQLite runs compare the four
+        label = how.replace(" ", "_")
+        if store_url.startswith("sqlite"):
+            url = store_url.replace("records.sqlite", f"{label}.sqlite")
+        else:                                          # a database of its own on the same server
+            url = request.getfixturevalue("postgres").create_database(f"layout_{name}_{label}_{os.getpid()}")
         with open_store(url) as opened:
             report = ingest(opened, [given])
             stored = [(e.source, e.trial_name) for e in opened.iter_episodes()]
