@@ -60,6 +60,7 @@ GIT_REMOTE = {"clone", "fetch", "pull", "push", "ls-remote", "archive", "submodu
 PREFIXES = {"sudo", "env", "nohup", "exec", "command", "builtin", "time", "nice", "stdbuf", "timeout", "xargs",
             "then", "do", "else", "!", "{", "eval", "busybox", "doas", "watch", "proxychains", "proxychains4",
             "torsocks", "unbuffer", "setsid"}
+SHELLS = {"bash", "sh", "zsh", "dash", "ksh", "busybox-sh"}
 SEGMENT_BREAK = re.compile(r"[;&|\n`()]")
 # Networking in code (Python, JavaScript, PowerShell): the library or call that connects.
 CODE_CLIENT = re.compile(
@@ -148,6 +149,9 @@ def _program(words: list[str]) -> tuple[str | None, list[str], bool]:
     while i < len(words):
         word = words[i].strip("\"'\\")
         name = word.rsplit("/", 1)[-1].lower()
+        if name in SHELLS and i + 1 < len(words) and re.fullmatch(r"-[a-z]*c[a-z]*", words[i + 1].strip("\"'")):
+            i += 2                                     # `bash -lc "curl ..."`: the command it runs
+            continue
         if not word or re.fullmatch(r"[A-Za-z_]\w*=.*", word) or name in PREFIXES or word.startswith("-") \
                 or (i and words[i - 1].strip("\"'\\").rsplit("/", 1)[-1].lower() == "timeout" and word[:1].isdigit()):
             fed = fed or name == "xargs"
@@ -157,8 +161,8 @@ def _program(words: list[str]) -> tuple[str | None, list[str], bool]:
     return None, [], fed
 
 
-def network_commands(text: str) -> list[tuple[str, str]]:
-    """(client, command) for each command of the text that runs a network client."""
+def network_commands(text: str) -> list[tuple[str, str, list[str]]]:
+    """(client, command, its first arguments) for each command of the text that runs a network client."""
     found = []
     start = 0
     for end in [m.start() for m in SEGMENT_BREAK.finditer(text)] + [len(text)]:
@@ -177,22 +181,22 @@ def network_commands(text: str) -> list[tuple[str, str]]:
         if (not arguments and not fed) or (arguments and (all(a in INFO_ONLY for a in arguments)
                                                           or arguments[0][:1] in CODE_OPERAND)):
             continue
-        found.append((program, text[segment_start:end].strip()))
+        found.append((program, text[segment_start:end].strip(), arguments))
     for match in CODE_CLIENT.finditer(text):
         line_start = text.rfind("\n", 0, match.start()) + 1
         line_end = text.find("\n", match.end())
-        found.append((match.group(0).strip(), text[line_start:line_end if line_end >= 0 else len(text)].strip()))
+        found.append((match.group(0).strip(), text[line_start:line_end if line_end >= 0 else len(text)].strip(), []))
     return found
 
 
-def _names_only_local(command: str) -> bool:
+def _names_only_local(client: str, command: str, arguments: list[str]) -> bool:
     """A network command is allowed only when it names an address and every address it names is
-    local (a local path counts for git)."""
+    local (for git, a local path counts)."""
     addresses = hosts_in(command)
     if addresses:
         return all(is_local(a) for a in addresses)
-    if command.lower().startswith("git"):
-        operands = [w for w in command.split()[2:] if not w.startswith("-")]
+    if client.startswith("git "):
+        operands = [w for w in arguments if not w.startswith("-")][1:]     # past the subcommand
         return bool(operands) and all(w.startswith(("/", "./", "../", "~")) for w in operands)
     return False
 
@@ -220,11 +224,11 @@ def call_violations(call: ToolCall, allowed: frozenset[str], text: str | None = 
         listed.append(url)
         found.append(Violation(*where, "url", _excerpt(text, url), url))
     commands = []
-    for _, command in network_commands(text):
+    for client, command, arguments in network_commands(text):
         if command in commands:
             continue
         commands.append(command)
-        if not _names_only_local(command) and not any(url in command for url in listed):
+        if not _names_only_local(client, command, arguments) and not any(url in command for url in listed):
             found.append(Violation(*where, "network_command", _excerpt(text, command[:EXCERPT_CHARS]), None))
     return found
 

@@ -168,8 +168,9 @@ def test_a_local_address_is_local_only_while_nothing_redirects_it(tmp_path, comm
     "python3 -c 'from huggingface_hub import hf_hub_download; hf_hub_download(\"org/ant\", \"ant.xml\")'",
     "node -e \"fetch('h'+'ttps://x').then(r=>r.text())\"",
 ])
-def test_a_network_client_that_names_no_local_address_is_a_violation(tmp_path, command):
-    assert_violation(verdict_of(tmp_path, command), ("network_command", "url"))
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_a_network_client_that_names_no_local_address_is_a_violation(tmp_path, command, shape):
+    assert_violation(verdict_of(tmp_path, command, shape), ("network_command", "url"))
 
 
 def test_a_network_client_written_into_a_script_is_a_violation(tmp_path):
@@ -196,8 +197,9 @@ def test_a_network_client_written_into_a_script_is_a_violation(tmp_path):
     "echo 'version 1.2.3.4' && python3 -m pytest -q",
     "grep -rn host: /app || true",
 ])
-def test_ordinary_commands_stay_clean(tmp_path, command):
-    v = verdict_of(tmp_path, command)
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_ordinary_commands_stay_clean(tmp_path, command, shape):
+    v = verdict_of(tmp_path, command, shape)
     assert v.status == closed_book.CLEAN, v.violations
 
 
