@@ -18,7 +18,7 @@ from pathlib import Path
 
 WEB_TOOLS_FILE = Path(__file__).with_name("web_tools.json")
 # Keys under which a tool call names other tools it runs (multi_tool_use.parallel's recipient_name).
-NESTED_NAME_KEYS = {"recipient_name", "tool_name", "function_name"}
+NESTED_NAME_KEYS = {"recipient_name", "tool_name", "function_name", "tool"}
 
 
 @lru_cache(maxsize=1)
@@ -64,7 +64,8 @@ def is_web_tool(name: str) -> bool:
     bare = strip_namespace(name)
     if _squash(bare) in {_squash(t["name"]) for t in table["tools"]}:
         return True
-    if set(words_of(bare)) & set(table["words"]["list"]):
+    words = table["words"]["list"]
+    if set(words_of(bare)) & set(words) or any(len(w) >= 6 and w in _squash(bare) for w in words):
         return True
     server = mcp_server(bare)
     return server is not None and server not in table["mcp"]["local_servers"]

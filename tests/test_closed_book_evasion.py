@@ -16,6 +16,23 @@ ROOT = Path(__file__).resolve().parent.parent
 INPUT = ROOT / "fixtures" / "cases" / "ant_two_joint_faults" / "input"
 INPUT_URL = "https://github.com/google-deepmind/mujoco_menagerie/tree/main/ant"
 
+_ALLOWED: dict = {}
+
+
+@pytest.fixture(autouse=True)
+def _input_urls_read_once(monkeypatch):
+    """The case's input package is read through Sdf for its URLs: once per package for this module."""
+    real = closed_book.allowed_urls
+
+    def cached(package, instruction=()):
+        key = (str(package), tuple(instruction))
+        if key not in _ALLOWED or not str(package).startswith(str(ROOT)):
+            _ALLOWED[key] = real(package, instruction)
+        return _ALLOWED[key]
+
+    monkeypatch.setattr(closed_book, "allowed_urls", cached)
+
+
 # How agents carry a shell command in a tool call (function_name, arguments builder).
 SHAPES = {
     "claude-code": ("Bash", lambda c: {"command": c, "description": "run"}),
@@ -208,6 +225,7 @@ def test_ordinary_commands_stay_clean(tmp_path, command, shape):
     "mcp__perplexity__perplexity_ask", "mcp__deepwiki__ask_question", "mcp__context7__get-library-docs",
     "mcp__github__get_file_contents", "github__get_file_contents", "mcp_exa_search", "search_web", "read_url",
     "BrowserNavigate", "http_request", "open_url", "internet_search", "download_file", "web.run",
+    "DuckDuckGoSearchTool", "visit_webpage", "PerplexityAsk", "tavily-search",
 ])
 def test_web_tools_as_other_agents_spell_them(tmp_path, name):
     assert tools.is_web_tool(name)
