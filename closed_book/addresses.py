@@ -44,6 +44,9 @@ BARE_IPV6 = re.compile(rf"(?<![\w.\]])\[[0-9a-f:.]*:[0-9a-f:.]*\](?::\d{{1,5}})?
 ANY_HOST = re.compile(rf"(?<![\w.\-])(?:\[[0-9a-f:.]+\]|{DOTTED_IP}|0x[0-9a-f]{{1,8}}|\d{{8,10}}|{HOST}|localhost)"
                       rf"(?![\w\-]|\.\w)", re.IGNORECASE)
 FORMS = (SCHEME_URL, SCP_URL, SCP_NO_USER, BARE_URL, WWW_URL, BARE_IP, BARE_IPV6)
+# What a token must hold for a form to be searched in it at all (the search is the costly part).
+FORM_HINTS = {SCHEME_URL: ("://",), SCP_URL: ("@", ":"), SCP_NO_USER: (":", "/", "."), BARE_URL: (".",),
+              WWW_URL: ("www.",), BARE_IP: (".",), BARE_IPV6: ("[", ":")}
 # Shell quoting and expansions, removed to see words as the shell joins them.
 SHELL_NOISE = re.compile(r"\$\{[^}\s]{0,64}\}|\$[A-Za-z_][A-Za-z0-9_]{0,64}|[\"'\\]")
 TOKEN = re.compile(r"[^\s\"'<>`]+")
@@ -101,7 +104,8 @@ def _accepted(form: re.Pattern, token: str):
 def _scan(token: str, found: list[str]) -> None:
     """One pass over the token: at each place the earliest form wins and the scan resumes after it,
     so one address gives one finding (each form's matches are found once: linear in the token)."""
-    pending = {form: _accepted(form, token) for form in FORMS}
+    lowered = token.lower()
+    pending = {form: _accepted(form, token) for form in FORMS if all(hint in lowered for hint in FORM_HINTS[form])}
     heads = {form: next(it, None) for form, it in pending.items()}
     at = 0
     while True:

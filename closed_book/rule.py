@@ -82,22 +82,37 @@ REDIRECT = re.compile(
     r"\bHOSTALIASES\b|\binsteadOf\b)",
     re.IGNORECASE,
 )
-# A write to the hosts file: every address on that line is where a name now leads.
-HOSTS_WRITE = re.compile(r"(?:>|\btee\b[^\n;|&]{0,256}|\bsed\b[^\n;|&]{0,256}-i[^\n;|&]{0,256}|\bopen\([^)\n]{0,256})"
-                         r"\s*[\"']?/etc/hosts\b")
+# A command that writes the file it names (after `>`, tee, sed -i, open(, cp, mv...): for the hosts
+# file, every address on that line is where a name now leads.
+HOSTS_WRITE = re.compile(r"\btee\b|\bsed\b.*\s-i|\bopen\(|\bcp\b|\bmv\b|\binstall\b|\bdd\b")
 
 
-def redirect_targets(text: str) -> list[str]:
+REDIRECT_HINTS = ("connect-to", "resolve", "proxy", "socks", "doh-url", "-x", "host", "insteadof")
+CODE_HINTS = ("import", "from", "urlopen", "urlretrieve", "_download", "torch.hub", "xmlhttprequest", "webclient",
+              "require(", "fetch(", "fetch (")
+
+
+def redirect_targets(text: str, lowered: str) -> list[str]:
     """The values of every redirecting option or setting in the text (where connections are sent)."""
     values = []
-    for match in REDIRECT.finditer(text):
-        rest = text[match.end():match.end() + 1024].lstrip(" \t=:\"'")
-        values.append(re.split(r"[\s\"'`;|&]", rest, maxsplit=1)[0])
-    for match in HOSTS_WRITE.finditer(text):
-        start = text.rfind("\n", 0, match.start()) + 1
-        end = text.find("\n", match.end())
-        values.append(text[start:end if end >= 0 else len(text)])
-    return [v for v in values if v]
+    if any(hint in lowered for hint in REDIRECT_HINTS):
+        for match in REDIRECT.finditer(text):
+            rest = text[match.end():match.end() + 1024].lstrip(" \t=:\"'")
+            values.append(re.split(r"[\s\"'`;|&]", rest, maxsplit=1)[0])
+    at = text.find("/etc/hosts")
+    while at >= 0:                                    # a write to the hosts file: the line is the value
+        start = max(text.rfind("\n", max(0, at - 256), at) + 1, at - 256, 0)
+        end = text.find("\n", at, at + 256)
+        line = text[start:end if end >= 0 else min(len(text), at + 256)]
+        window = text[start:at]
+        command = window[max(window.rfind(c) for c in ";|&\n") + 1:]          # the command naming the file
+        if ">" in command or HOSTS_WRITE.search(command):
+            values.append(line)
+            if len(values) > MAX_LISTED:
+                break
+        at = text.find("/etc/hosts", at + 1)
+    # Each distinct value once, and no more than enough to list (a call with more is a violation anyway).
+    return list(dict.fromkeys(v for v in values if v))[:MAX_LISTED]
 
 
 @dataclass(frozen=True)
@@ -161,7 +176,7 @@ def _program(words: list[str]) -> tuple[str | None, list[str], bool]:
     return None, [], fed
 
 
-def network_commands(text: str) -> list[tuple[str, str, list[str]]]:
+def network_commands(text: str, lowered: str | None = None) -> list[tuple[str, str, list[str]]]:
     """(client, command, its first arguments) for each command of the text that runs a network client."""
     found = []
     start = 0
@@ -182,6 +197,9 @@ def network_commands(text: str) -> list[tuple[str, str, list[str]]]:
                                                           or arguments[0][:1] in CODE_OPERAND)):
             continue
         found.append((program, text[segment_start:end].strip(), arguments))
+    lowered = text.lower() if lowered is None else lowered
+    if not any(hint in lowered for hint in CODE_HINTS):
+        return found
     for match in CODE_CLIENT.finditer(text):
         line_start = text.rfind("\n", 0, match.start()) + 1
         line_end = text.find("\n", match.end())
@@ -211,20 +229,24 @@ def call_violations(call: ToolCall, allowed: frozenset[str], text: str | None = 
             found.append(Violation(*where, "web_tool", _excerpt(arguments, arguments[:EXCERPT_CHARS]),
                                    None if tool == call.function_name else tool))
             break
-    targets = redirect_targets(text)
+    lowered = text.lower()
+    targets = redirect_targets(text, lowered)
     # Local addresses are local only while nothing in the call sends connections elsewhere.
     redirected = bool(targets)
-    fetching = any(FETCHING.search(t) for t in (call.function_name, text)) or URL_KEY.search(text) is not None
+    fetching = None                                   # searched only when an allowed URL is found
     listed: list[str] = []
     for url in urls_in(text) + [h for value in targets for h in hosts_in(value)]:
         if url in listed or (is_local(url) and not (redirected and "://" in url and not url.lower().startswith("file:"))):
             continue
-        if url in allowed and not fetching and not redirected:
-            continue
+        if url in allowed and not redirected:
+            if fetching is None:
+                fetching = any(FETCHING.search(t) for t in (call.function_name, text)) or URL_KEY.search(text) is not None
+            if not fetching:
+                continue
         listed.append(url)
         found.append(Violation(*where, "url", _excerpt(text, url), url))
     commands = []
-    for client, command, arguments in network_commands(text):
+    for client, command, arguments in network_commands(text, lowered):
         if command in commands:
             continue
         commands.append(command)

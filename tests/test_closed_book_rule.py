@@ -323,13 +323,16 @@ def test_a_run_too_large_to_search_is_unverified(tmp_path, monkeypatch):
     assert v.status == closed_book.UNVERIFIED and "more than the" in v.reason
 
 
-@pytest.mark.parametrize("hostile", ["a." * 200000, "a.com:" * 100000, "a@" * 200000, "www." * 100000])
+@pytest.mark.parametrize("hostile", ["a." * 200000, "a.com:" * 100000, "a@" * 200000, "www." * 100000,
+                                     "-x a.b " * 50000, "tee " * 100000 + "/etc/hosts", "/etc/hosts " * 50000,
+                                     "> /etc/hosts " * 50000, "curl " * 100000, "import " * 100000,
+                                     "a.com/" * 100000, "[::" * 100000, "http://" * 100000])
 def test_searching_hostile_text_stays_fast(hostile):
     import time
 
-    start = time.perf_counter()
+    start = time.process_time()      # this process's CPU: the machine's load does not count
     rule.call_violations(trajectory.ToolCall("t", 1, "c", "Bash", {"command": hostile}), frozenset())
-    assert time.perf_counter() - start < 5.0  # about 0.3 s here; quadratic searching took minutes
+    assert time.process_time() - start < 3.0  # under 0.5 s here; quadratic searching took minutes
 
 
 def test_a_long_scheme_prefix_does_not_hide_a_url():
