@@ -36,8 +36,8 @@ NOTES = [
     "averaged over the tasks with n >= k; empty when no task has k attempts",
     "cost per solve: the counted episodes' recorded cost divided by their number of solved episodes",
     "strict repair rate: passed checks / checks of counted episodes; an unmeasured check is not repaired",
-    "invalid, preservation failed, closed book: shares of the counted episodes whose grade has that outcome; "
-    "closed book counts the closed-book rule's zeroed grades (status closed_book_violation, a web access in "
+    "invalid, preservation failed, closed book zeroed: shares of the counted episodes whose grade has that outcome; "
+    "closed book zeroed counts the closed-book rule's zeroed grades (status closed_book_violation, a web access in "
     "the trajectory, or closed_book_unverified, no trajectory that could be read completely); a closed-book "
     "run that passed the rule and an open-book case count as not",
     "unattributed: a grade that names no model or agent (a plain grade folder, not a Harbor trial) is listed "

@@ -247,7 +247,7 @@ def test_a_stray_grade_folder_is_on_no_leaderboard_row(store):
 def test_the_closed_book_column_is_defined():
     from usd_repair_verifier.records.models import LeaderboardRow
 
-    assert any(note.startswith("invalid, preservation failed, closed book:") for note in NOTES)
+    assert any(note.startswith("invalid, preservation failed, closed book zeroed:") for note in NOTES)
     assert "closed_book_violation" in LeaderboardRow.model_fields["closed_book_rate"].description
 
 
