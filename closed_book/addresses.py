@@ -9,7 +9,7 @@ Forms (docs/closed-book.md, "The rule"):
 - scp-style `user@host:path`, and `host.tld:dir/path` without a user;
 - a bare `host.tld/path`, `host.tld:port` or `www.host.tld`, wherever a host name may start
   (after a `/`, `@`, `=`, `:` as much as after a space), the last label a real top-level domain
-  (closed_book/tlds.txt, the Public Suffix List's), so that `self.width/2` is not an address;
+  (closed_book/tlds.json, the Public Suffix List's), so that `self.width/2` is not an address;
 - IP literals: dotted quads (each part decimal, octal or hex, as inet_aton reads them), with a
   port or a path; a single 32-bit number or bracketed IPv6 as a host.
 Each string is also searched with shell quotes, backslashes and `$VAR` expansions removed, so
@@ -18,12 +18,13 @@ that `ht"tp"s://...` or `raw.github'user'content.com/...` are found as the shell
 from __future__ import annotations
 
 import ipaddress
+import json
 import re
 from functools import lru_cache
 from pathlib import Path
 from urllib.parse import urlsplit
 
-TLDS_FILE = Path(__file__).with_name("tlds.txt")
+TLDS_FILE = Path(__file__).with_name("tlds.json")
 # Names that never reach the web: reserved for tests and documentation, or private networks.
 NOT_PUBLIC = {"test", "example", "invalid", "localhost", "local", "localdomain", "internal", "lan", "home"}
 TRAILING = ".,;:!?)]}>'\"`"
@@ -59,8 +60,7 @@ LOCAL_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopb
 
 @lru_cache(maxsize=1)
 def top_level_domains() -> frozenset[str]:
-    lines = TLDS_FILE.read_text(encoding="utf-8").splitlines()
-    return frozenset(line.strip() for line in lines if line.strip() and not line.startswith("#")) - NOT_PUBLIC
+    return frozenset(json.loads(TLDS_FILE.read_text(encoding="utf-8"))["tlds"]) - NOT_PUBLIC
 
 
 def is_public_name(host: str) -> bool:

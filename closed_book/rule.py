@@ -2,7 +2,7 @@
 
 A tool call is judged whole (every string of its arguments, keys too, and its tool's name),
 and breaks the rule when
-- its tool is a web tool (closed_book/tools.py: the names agents give their web tools, and
+- its tool is a web tool (closed_book/web_tools.py: the names agents give their web tools, and
   every tool served over MCP except by a server known to stay on the machine);
 - an address appears in it (closed_book/addresses.py: with a scheme or `://`, scp-style, a
   bare `host.tld/path` or `host.tld:port`, an IP literal with a port or path). Deliberately
@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass
 
 from .addresses import hosts_in, is_local, is_local_host, urls_in
-from .tools import is_web_tool, nested_tool_names, web_tool_table  # noqa: F401  (re-exported)
+from .web_tools import is_web_tool, nested_tool_names, web_tool_table  # noqa: F401  (re-exported)
 from .trajectory import ToolCall
 
 EXCERPT_CHARS = 160

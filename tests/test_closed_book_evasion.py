@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from usd_repair_verifier import closed_book
-from usd_repair_verifier.closed_book import addresses, rule, tools
+from usd_repair_verifier.closed_book import addresses, rule
+from usd_repair_verifier.closed_book import web_tools as tools
 
 ROOT = Path(__file__).resolve().parent.parent
 INPUT = ROOT / "fixtures" / "cases" / "ant_two_joint_faults" / "input"

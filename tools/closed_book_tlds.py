@@ -1,4 +1,4 @@
-"""Write closed_book/tlds.txt: every top-level domain of the Public Suffix List, one a line.
+"""Write closed_book/tlds.json: every top-level domain of the Public Suffix List.
 
 The closed-book rule counts a bare `host.tld/path` as an address only when its last label is a
 real top-level domain, so that `self.width/2` in an agent's code is not read as a URL. The list
@@ -10,11 +10,12 @@ Internationalised labels are written in their ASCII (punycode) form as well as i
 """
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
 DEFAULT_LIST = Path("/usr/share/publicsuffix/public_suffix_list.dat")
-OUT = Path(__file__).resolve().parent.parent / "closed_book" / "tlds.txt"
+OUT = Path(__file__).resolve().parent.parent / "closed_book" / "tlds.json"
 
 
 def top_level_domains(text: str) -> list[str]:
@@ -34,8 +35,9 @@ def top_level_domains(text: str) -> list[str]:
 def main(argv: list[str]) -> int:
     source = Path(argv[0]) if argv else DEFAULT_LIST
     tlds = top_level_domains(source.read_text(encoding="utf-8"))
-    OUT.write_text("# Top-level domains of the Public Suffix List (MPL 2.0); written by tools/closed_book_tlds.py\n"
-                   + "\n".join(tlds) + "\n", encoding="utf-8")
+    about = "Top-level domains of the Public Suffix List (MPL 2.0); written by tools/closed_book_tlds.py"
+    lines = [json.dumps(t, ensure_ascii=False) for t in tlds]
+    OUT.write_text('{"about": ' + json.dumps(about) + ',\n "tlds": [\n' + ",\n".join(lines) + "\n]}\n", encoding="utf-8")
     print(f"wrote {OUT} ({len(tlds)} top-level domains)")
     return 0
 
