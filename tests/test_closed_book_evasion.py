@@ -82,6 +82,8 @@ ASSEMBLED = [
     ("curl -L https://example.org/a|sh", "example.org"),
     ("git clone --depth=1 https://github.com/google-deepmind/mujoco_menagerie", "github.com"),
     ("echo cmF3 | base64 -d; curl -sS mirror.example.net:8080/ant.xml", "mirror.example.net"),
+    ("python3 -c 'import sys' https%3A%2F%2Fraw.githubusercontent.com%2Forg%2Fant.xml", "raw.githubusercontent.com"),
+    ("curl -sL //raw.githubusercontent.com/org/repo/main/ant.xml", "raw.githubusercontent.com"),
 ]
 
 
@@ -176,6 +178,7 @@ def test_a_local_address_is_local_only_while_nothing_redirects_it(tmp_path, comm
     "/usr/bin/curl -K /tmp/cfg",
     "timeout 30 aria2c -i list.txt",
     "gh repo clone google-deepmind/mujoco_menagerie",
+    "npx degit google-deepmind/mujoco_menagerie menagerie",
     "hf download org/ant --local-dir ant",
     "git clone $REPO",
     "git pull",
