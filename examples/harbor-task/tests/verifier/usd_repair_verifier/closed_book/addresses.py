@@ -13,7 +13,8 @@ Forms (docs/closed-book.md, "The rule"):
 - IP literals: dotted quads (each part decimal, octal or hex, as inet_aton reads them), with a
   port or a path; a single 32-bit number or bracketed IPv6 as a host.
 Each string is also searched with shell quotes, backslashes and `$VAR` expansions removed, so
-that `ht"tp"s://...` or `raw.github'user'content.com/...` are found as the shell would join them.
+that `ht"tp"s://...` or `raw.github'user'content.com/...` are found as the shell would join them,
+and percent-decoded when it holds an encoded `:`, `/` or `@` (`https%3A%2F%2Fhost%2F...`).
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ import json
 import re
 from functools import lru_cache
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 TLDS_FILE = Path(__file__).with_name("tlds.json")
 # Names that never reach the web: reserved for tests and documentation, or private networks.
@@ -51,6 +52,7 @@ FORM_HINTS = {SCHEME_URL: ("://",), SCP_URL: ("@", ":"), SCP_NO_USER: (":", "/",
 # Shell quoting and expansions, removed to see words as the shell joins them.
 SHELL_NOISE = re.compile(r"\$\{[^}\s]{0,64}\}|\$[A-Za-z_][A-Za-z0-9_]{0,64}|[\"'\\]")
 TOKEN = re.compile(r"[^\s\"'<>`]+")
+PERCENT = re.compile(r"%(?:3a|2f|40)", re.IGNORECASE)
 # Real top-level domains that are also common file extensions: a bare `fix.py` or `run.sh` alone is
 # a file; with a path or port after it (`x.sh/a`, `x.sh:80`) it is still an address.
 FILE_LIKE_TLDS = {"py", "sh", "md", "zip", "so", "pl", "rs", "cc", "in", "am", "ac", "mk", "pm", "cu", "ps", "sc",
@@ -126,7 +128,10 @@ def _scan(token: str, found: list[str]) -> None:
 def urls_in(text: str) -> list[str]:
     """Every address written out in `text`, in order, local ones included."""
     found: list[str] = []
-    for source in (text, SHELL_NOISE.sub("", text) if SHELL_NOISE.search(text) else ""):
+    sources = [text, SHELL_NOISE.sub("", text) if SHELL_NOISE.search(text) else ""]
+    if "%" in text and PERCENT.search(text):        # https%3A%2F%2Fhost%2Fpath, as a client would decode it
+        sources.append(unquote(text))
+    for source in sources:
         for match in TOKEN.finditer(source):       # one token at a time: no list of them all
             token = match.group(0)
             if _may_hold_address(token):

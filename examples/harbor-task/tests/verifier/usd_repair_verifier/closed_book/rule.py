@@ -54,12 +54,12 @@ URL_KEY = re.compile(r"^(?:url|urls|uri|href|endpoint|link|source_url|download_u
 CLIENTS = {"curl", "wget", "wget2", "aria2c", "axel", "lynx", "w3m", "links", "elinks", "xh", "curlie",
            "nc", "ncat", "netcat", "socat", "telnet", "ssh", "scp", "sftp", "ftp", "lftp", "tftp",
            "rclone", "gsutil", "s3cmd", "gh", "hf", "huggingface-cli", "kaggle", "gdown", "yt-dlp", "youtube-dl",
-           "svn", "hg", "bzr", "fossil", "invoke-webrequest", "iwr", "invoke-restmethod", "irm"}
+           "svn", "hg", "bzr", "fossil", "degit", "tiged", "invoke-webrequest", "iwr", "invoke-restmethod", "irm"}
 GIT_REMOTE = {"clone", "fetch", "pull", "push", "ls-remote", "archive", "submodule", "remote"}
 # Words a command may start with before the program it runs.
 PREFIXES = {"sudo", "env", "nohup", "exec", "command", "builtin", "time", "nice", "stdbuf", "timeout", "xargs",
             "then", "do", "else", "!", "{", "eval", "busybox", "doas", "watch", "proxychains", "proxychains4",
-            "torsocks", "unbuffer", "setsid"}
+            "torsocks", "unbuffer", "setsid", "npx", "pnpx", "bunx", "uvx"}
 SHELLS = {"bash", "sh", "zsh", "dash", "ksh", "busybox-sh"}
 SEGMENT_BREAK = re.compile(r"[;&|\n`()]")
 # Networking in code (Python, JavaScript, PowerShell): the library or call that connects.
