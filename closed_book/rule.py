@@ -28,7 +28,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from .addresses import hosts_in, is_local, is_local_host, urls_in
+from .addresses import hosts_in, is_local, urls_in
 from .web_tools import is_web_tool, nested_tool_names, web_tool_table  # noqa: F401  (re-exported)
 from .trajectory import ToolCall
 

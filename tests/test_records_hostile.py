@@ -18,7 +18,7 @@ sa = pytest.importorskip("sqlalchemy", reason="the records extra (SQLAlchemy) is
 
 from usd_repair_verifier.records import schema  # noqa: E402
 from usd_repair_verifier.records.ingest import ingest  # noqa: E402
-from usd_repair_verifier.records.report import NOTES, write_report  # noqa: E402
+from usd_repair_verifier.records.report import NOTES  # noqa: E402
 from usd_repair_verifier.records.results import leaderboard, load_views  # noqa: E402
 from usd_repair_verifier.records.store import StoreError  # noqa: E402
 from tests.test_records import JOB, PLAIN, postgres, store, store_url  # noqa: E402,F401  (fixtures)
