@@ -94,7 +94,7 @@ def closed_book_lines(grade: Grade, max_violations: int | None = None) -> list[s
     lines = [head, f"  {closed.reason}", f"  trajectory: {closed.trajectory}"]
     violations = closed.violations or []
     for v in violations[:max_violations]:
-        what = "web tool" if v.kind == "web_tool" else f"URL {v.url}"
+        what = {"web_tool": "web tool", "network_command": "network client"}.get(v.kind, f"address {v.url}")
         lines.append(f"  step {v.step_id} of {v.trajectory}: {v.tool}: {what}: {v.excerpt}")
     if max_violations is not None and len(violations) > max_violations:
         lines.append(f"  ... and {len(violations) - max_violations} more network violations")
