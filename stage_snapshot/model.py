@@ -114,9 +114,8 @@ class ArticulationRoot:
 class VisualComponent:
     """A visible gprim (default or render purpose, not invisible), in world space.
 
-    `samples` are seeded, area-weighted surface points; two gprims with the same
-    triangles get the same seed, so an unchanged or only-moved part yields
-    corresponding samples (see parts.py).
+    `samples` are seeded, area-weighted surface points drawn over the triangles in
+    canonical order: the same triangles, in any order, give the same samples (parts.py).
     """
 
     path: str
@@ -128,7 +127,7 @@ class VisualComponent:
     centroid: Vec3
     samples: Any = field(compare=False, repr=False)   # (n, 3) float64 numpy array, metres
     material: Any = None       # materials.VisualMaterial (the bound one, or the display colour)
-    surface: Any = field(default=None, compare=False, repr=False)  # (vertices (N,3) m, faces (M,3)), world
+    surface: Any = field(default=None, compare=False, repr=False)  # surface_fit.Surface: world triangles, canonical
 
 
 @dataclass(frozen=True)

@@ -2,10 +2,9 @@
 mass properties and each body's free space, all in world space and SI units.
 
 Sampling is seeded from the profile. A component's seed also depends on its
-content (triangle count and area), not on its path: the same triangles get the
-same seed, so an untouched part gives identical samples in reference and
-candidate (distance exactly 0 whatever the namespace) and a part that was only
-moved gives samples that correspond one to one (exact rigid alignment).
+content (triangle count and area), not on its path, and its samples are drawn over
+its triangles in canonical order (surface_sampling.py): the same triangles, in any
+order and under any namespace, give identical samples and the same digest.
 """
 from __future__ import annotations
 
@@ -18,6 +17,8 @@ from pxr import Usd, UsdGeom, UsdPhysics
 
 from . import colliders as collider_solids
 from . import geometry, mass, materials, typed_read
+from .surface_fit import Surface
+from .surface_sampling import canonical_soup, sample_surface
 from .collider_model import ColliderModels, mesh_approximation
 from .model import Collider, VisualComponent
 
@@ -39,15 +40,6 @@ def owner_body(path: str, body_paths: set[str]) -> str | None:
 def content_seed(seed: int, soup: geometry.TriangleSoup) -> int:
     key = f"{len(soup.faces)}:{soup.area:.6g}".encode()
     return (int(seed) * 1_000_003 + zlib.crc32(key)) % (2**32)
-
-
-def _centroid(soup: geometry.TriangleSoup) -> tuple[float, float, float]:
-    areas = soup.triangle_areas
-    total = areas.sum()
-    if total <= 0:
-        return tuple(float(c) for c in soup.vertices.mean(axis=0))
-    centers = soup.vertices[soup.faces].mean(axis=1)
-    return tuple(float(c) for c in (centers * areas[:, None]).sum(axis=0) / total)
 
 
 def is_visible(prim: Usd.Prim) -> bool:
@@ -81,17 +73,21 @@ def read_parts(stage: Usd.Stage, body_paths: set[str], mpu: float, kgpu: float, 
             soup = geometry.prim_triangles(prim, world, mpu)
             # A part scaled to nothing (zero area) renders nothing: it is not a visible component.
             if soup is not None and len(soup.faces) and geometry.has_surface(soup):
+                # canonical: the same triangles in any order give the same samples and digest
+                canonical = canonical_soup(soup)
+                surface = Surface.of(canonical, sample_surface(canonical, surface_samples,
+                                                               content_seed(seed, canonical)))
                 components[path] = VisualComponent(
                     path=path,
                     name=prim.GetName(),
                     body=body,
                     type=str(prim.GetTypeName()),
-                    triangle_count=int(len(soup.faces)),
-                    area=float(soup.area),
-                    centroid=_centroid(soup),
-                    samples=geometry.sample_surface(soup, surface_samples, content_seed(seed, soup)),
+                    triangle_count=int(len(canonical.faces)),
+                    area=surface.area,
+                    centroid=tuple(float(c) for c in surface.centroid),
+                    samples=surface.samples,
                     material=materials.visual_material(prim) or materials.display_surface(prim),
-                    surface=(soup.vertices, soup.faces),
+                    surface=surface,
                 )
         lap = time.perf_counter()
         clock["visible_parts"] += lap - start
