@@ -163,6 +163,8 @@ class StageSnapshot:
     # body -> (n, 3) samples of the empty space its colliders leave in their bounds, computed
     # ahead by parts.with_free_space (a cached reference); empty otherwise, and never filled in
     # place: parts.free_space computes what a snapshot does not carry
+    solid_samples: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    # body -> (points, weights) inside its enabled colliders (parts.solid_samples), ahead as above
     timings: dict[str, float] = field(default_factory=dict, compare=False, repr=False)
     # seconds spent reading each part (bench/ and grade.json "timings"); not content
     authoring_problems: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)

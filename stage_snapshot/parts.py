@@ -134,10 +134,31 @@ def free_space_samples(snapshot, body: str) -> np.ndarray:
 
 
 def with_free_space(snapshot):
-    """The snapshot with every collider-owning body's free-space samples computed ahead: a
-    reference kept for many grades (scoring/reference_cache.py) pays for them once."""
+    """The snapshot with every collider-owning body's free-space and solid samples computed ahead:
+    a reference kept for many grades (scoring/reference_cache.py) pays for them once."""
     bodies = sorted({c.body for c in snapshot.colliders.values() if c.body})
-    return dataclasses.replace(snapshot, free_space={body: free_space_samples(snapshot, body) for body in bodies})
+    return dataclasses.replace(snapshot, free_space={body: free_space_samples(snapshot, body) for body in bodies},
+                               solid_samples={body: body_solid_samples(snapshot, body) for body in bodies})
+
+
+def enabled_solids(snapshot, body: str | None) -> list:
+    """The solids of a body's enabled colliders (none for the world)."""
+    if body is None:
+        return []
+    return [c.solid for c in snapshot.body_colliders(body) if c.enabled and c.solid is not None]
+
+
+def solid_samples(snapshot, body: str):
+    """(points, weights) inside the body's enabled colliders: the ones the snapshot carries, else
+    computed now (collider volume in the collision family: a candidate's are computed per grade)."""
+    found = snapshot.solid_samples.get(body)
+    return found if found is not None else body_solid_samples(snapshot, body)
+
+
+def body_solid_samples(snapshot, body: str):
+    seed = int(snapshot.sampling.get("seed", 0))
+    count = int(snapshot.sampling.get("free_space_samples", DEFAULT_FREE_SPACE_SAMPLES))
+    return collider_solids.volume_samples(enabled_solids(snapshot, body), count, seed)
 
 
 def _free_space(body: str, colliders: dict, count: int, seed: int) -> np.ndarray:

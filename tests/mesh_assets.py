@@ -1,6 +1,6 @@
 """Generated meshes and small two-body packages around them, for the mesh tests.
 
-`two_body_package` writes a package (metres, Z up): a fixed Base body with a box, and a moving
+`two_body_package` writes a package (metres, Z up; its content in a sublayer of a thin root layer): a fixed Base body with a box, and a moving
 Link on a revolute joint whose visible part is the given mesh, whose collider is a guide-purpose
 box (or the mesh itself with an approximation) and whose mass, centre of mass and inertia are
 authored on the body (so collider changes move no mass property).
@@ -60,11 +60,16 @@ def _mesh(stage, path, points, faces):
 
 
 def two_body_package(out: Path, points, faces, *, collider: str = "box", approximation: str = "convexHull",
-                     link_at=(0.3, 0.0, 0.2)) -> Path:
+                     link_at=(0.3, 0.0, 0.2), sibling: bool = False, extra_mesh_collider: bool = False) -> Path:
     """The package described in the module docstring; `collider` is "box" (a guide Cube around
-    the mesh) or "mesh" (the visible mesh itself with `approximation`)."""
-    out.mkdir(parents=True)
-    stage = Usd.Stage.CreateNew(str(out / "robot.usda"))
+    the mesh), "mesh" (the visible mesh itself with `approximation`) or "guide_mesh" (a hidden
+    copy of the mesh with `approximation`). `sibling` adds a second visible mesh to the Link (a
+    small box beside the first); `extra_mesh_collider` a hidden ellipsoid mesh collider on the
+    Base (convexHull), so that an asset with a box collider also has a mesh one."""
+    (out / "layers").mkdir(parents=True)
+    top = Sdf.Layer.CreateNew(str(out / "robot.usda"))
+    top.subLayerPaths.append("./layers/robot.usda")   # content below the root: variants override it
+    stage = Usd.Stage.CreateNew(str(out / "layers" / "robot.usda"))
     UsdGeom.SetStageMetersPerUnit(stage, 1.0)
     UsdGeom.SetStageUpAxis(stage, UsdGeom.Tokens.z)
     UsdPhysics.SetStageKilogramsPerUnit(stage, 1.0)
@@ -95,9 +100,23 @@ def two_body_package(out: Path, points, faces, *, collider: str = "box", approxi
         cube.AddTranslateOp().Set(Gf.Vec3d(*((lo + hi) / 2)))
         cube.AddScaleOp().Set(Gf.Vec3f(*(hi - lo)))
         UsdPhysics.CollisionAPI.Apply(cube.GetPrim())
-    else:
+    elif collider == "mesh":
         UsdPhysics.CollisionAPI.Apply(mesh.GetPrim())
         UsdPhysics.MeshCollisionAPI.Apply(mesh.GetPrim()).CreateApproximationAttr(approximation)
+    else:
+        hidden = _mesh(stage, "/Robot/Link/ColliderMesh", points, faces)
+        hidden.CreatePurposeAttr(UsdGeom.Tokens.guide)
+        UsdPhysics.CollisionAPI.Apply(hidden.GetPrim())
+        UsdPhysics.MeshCollisionAPI.Apply(hidden.GetPrim()).CreateApproximationAttr(approximation)
+    if sibling:
+        box_pts, quads = box_mesh((0.03, 0.03, 0.03))
+        _mesh(stage, "/Robot/Link/Cap", box_pts + pts.max(axis=0) + 0.02, quads)
+    if extra_mesh_collider:
+        hull_pts, hull_faces = ellipsoid((0.12, 0.06, 0.05), rings=8, segments=16)
+        hidden = _mesh(stage, "/Robot/Base/HullCollider", hull_pts + np.array([0.0, 0.0, 0.15]), hull_faces)
+        hidden.CreatePurposeAttr(UsdGeom.Tokens.guide)
+        UsdPhysics.CollisionAPI.Apply(hidden.GetPrim())
+        UsdPhysics.MeshCollisionAPI.Apply(hidden.GetPrim()).CreateApproximationAttr("convexHull")
     joint = UsdPhysics.RevoluteJoint.Define(stage, "/Robot/Joint")
     joint.CreateBody0Rel().SetTargets([Sdf.Path("/Robot/Base")])
     joint.CreateBody1Rel().SetTargets([Sdf.Path("/Robot/Link")])
@@ -107,4 +126,8 @@ def two_body_package(out: Path, points, faces, *, collider: str = "box", approxi
     joint.CreateLowerLimitAttr(-90.0)
     joint.CreateUpperLimitAttr(90.0)
     stage.GetRootLayer().Save()
+    for key in ("metersPerUnit", "upAxis", "kilogramsPerUnit"):
+        top.pseudoRoot.SetInfo(key, stage.GetRootLayer().pseudoRoot.GetInfo(key))
+    top.defaultPrim = "Robot"
+    top.Save()
     return out
