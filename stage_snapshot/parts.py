@@ -71,10 +71,10 @@ def read_parts(stage: Usd.Stage, body_paths: set[str], mpu: float, kgpu: float, 
         start = time.perf_counter()
         if is_visible(prim):
             soup = geometry.prim_triangles(prim, world, mpu)
+            # canonical: the same triangles in any order give the same samples and digest
+            canonical = canonical_soup(soup) if soup is not None and len(soup.faces) else None
             # A part scaled to nothing (zero area) renders nothing: it is not a visible component.
-            if soup is not None and len(soup.faces) and geometry.has_surface(soup):
-                # canonical: the same triangles in any order give the same samples and digest
-                canonical = canonical_soup(soup)
+            if canonical is not None and geometry.has_surface(canonical):
                 surface = Surface.of(canonical, sample_surface(canonical, surface_samples,
                                                                content_seed(seed, canonical)))
                 components[path] = VisualComponent(

@@ -39,7 +39,7 @@ import numpy as np
 
 from .geometry import TriangleSoup, concatenate_soups
 from .surface_index import SurfaceIndex
-from .surface_sampling import canonical_soup, second_moments, surface_digest
+from .surface_sampling import area_and_centroid, canonical_soup, second_moments, surface_digest
 
 __all__ = ["Surface", "rigid_fit", "rotation_angle_deg", "IDENTICAL_M", "SYMMETRY_SLOPE"]
 
@@ -66,14 +66,21 @@ class Surface:
     digest: str
     area: float
     centroid: np.ndarray
-    moments: np.ndarray
+    _moments: np.ndarray | None = field(default=None, repr=False)
     _index: SurfaceIndex | None = field(default=None, repr=False)
 
     @classmethod
     def of(cls, soup: TriangleSoup, samples: np.ndarray) -> "Surface":
         """From a canonical soup (surface_sampling.canonical_soup) and its samples."""
-        area, centroid, moments = second_moments(soup)
-        return cls(soup.vertices, soup.faces, samples, surface_digest(soup), area, centroid, moments)
+        area, centroid = area_and_centroid(soup)
+        return cls(soup.vertices, soup.faces, samples, surface_digest(soup), area, centroid)
+
+    @property
+    def moments(self) -> np.ndarray:
+        """Second moment about the centroid (m^4), computed when a fit first needs it."""
+        if self._moments is None:
+            self._moments = second_moments(TriangleSoup(self.vertices, self.faces))[2]
+        return self._moments
 
     @classmethod
     def union(cls, surfaces: list["Surface"]) -> "Surface":
@@ -94,7 +101,7 @@ class Surface:
         return math.sqrt(max(float(np.trace(self.moments)), 0.0) / self.area) if self.area > 0 else 0.0
 
     def __getstate__(self):
-        return {**self.__dict__, "_index": None}
+        return {**self.__dict__, "_index": None}   # rebuilt where it is needed
 
 
 def rotation_angle_deg(rotation: np.ndarray) -> float:

@@ -22,7 +22,7 @@ import numpy as np
 
 from .geometry import TriangleSoup
 
-__all__ = ["canonical_soup", "sample_surface", "surface_digest", "second_moments"]
+__all__ = ["canonical_soup", "sample_surface", "surface_digest", "area_and_centroid", "second_moments"]
 
 _EMPTY_POINTS = np.zeros((0, 3), dtype=np.float64)
 
@@ -34,19 +34,33 @@ def canonical_soup(soup: TriangleSoup) -> TriangleSoup:
     twice stays twice, a point listed twice (with equal coordinates) becomes one vertex."""
     if len(soup.faces) == 0:
         return soup
-    # + 0.0 turns -0.0 into 0.0: equal coordinates, equal bytes
-    vertices, inverse = np.unique(soup.vertices + 0.0, axis=0, return_inverse=True)
-    faces = np.sort(inverse.reshape(-1)[soup.faces], axis=1)
+    # Only referenced points count: prim_triangles keeps no others (and a point nothing
+    # references is dropped by the ranks below only if it is a duplicate, so check).
+    referenced = np.zeros(len(soup.vertices), dtype=bool)
+    referenced[soup.faces.reshape(-1)] = True
+    used = np.flatnonzero(referenced)
+    points = soup.vertices[used] + 0.0      # + 0.0 turns -0.0 into 0.0: equal coordinates, equal bytes
+    order = np.lexsort((points[:, 2], points[:, 1], points[:, 0]))
+    ranked = points[order]
+    first = np.ones(len(ranked), dtype=bool)
+    first[1:] = np.any(ranked[1:] != ranked[:-1], axis=1)
+    rank = np.empty(len(points), dtype=np.int64)
+    rank[order] = np.cumsum(first) - 1
+    lookup = np.full(int(soup.faces.max()) + 1, -1, dtype=np.int64)
+    lookup[used] = rank
+    vertices = ranked[first]
+    faces = np.sort(lookup[soup.faces], axis=1)
     order = np.lexsort((faces[:, 2], faces[:, 1], faces[:, 0]))
     return TriangleSoup(np.ascontiguousarray(vertices, dtype=np.float64),
                         np.ascontiguousarray(faces[order], dtype=np.int64))
 
 
 def surface_digest(soup: TriangleSoup) -> str:
-    """sha256 of a canonical soup's triangles (coordinates as float64 bytes): equal for equal
-    triangle sets, whatever the prims, order or corner order they came in."""
-    tris = np.ascontiguousarray(soup.vertices[soup.faces], dtype="<f8")
-    return hashlib.sha256(tris.tobytes()).hexdigest()
+    """sha256 of a canonical soup (its sorted distinct vertices as float64 bytes, then its sorted
+    faces): equal for equal triangle sets, whatever the prims, order or corner order they came in."""
+    digest = hashlib.sha256(np.ascontiguousarray(soup.vertices, dtype="<f8").tobytes())
+    digest.update(np.ascontiguousarray(soup.faces, dtype="<i8").tobytes())
+    return digest.hexdigest()
 
 
 def sample_surface(soup: TriangleSoup | None, count: int, seed: int) -> np.ndarray:
@@ -77,6 +91,15 @@ def sample_surface(soup: TriangleSoup | None, count: int, seed: int) -> np.ndarr
     return w0[:, None] * v[f[:, 0]] + w1[:, None] * v[f[:, 1]] + w2[:, None] * v[f[:, 2]]
 
 
+def area_and_centroid(soup: TriangleSoup) -> tuple[float, np.ndarray]:
+    """(area m^2, area centroid (3,)); (0, origin) for a soup without area."""
+    areas = soup.triangle_areas
+    total = float(areas.sum())
+    if not (total > 0.0 and math.isfinite(total)):
+        return 0.0, np.zeros(3)
+    return total, (soup.vertices[soup.faces].mean(axis=1) * areas[:, None]).sum(axis=0) / total
+
+
 def second_moments(soup: TriangleSoup) -> tuple[float, np.ndarray, np.ndarray]:
     """(area m^2, area centroid (3,), second moment of the surface about its centroid (3, 3),
     m^4): exact integrals over the triangles, so principal axes depend on the surface only."""
@@ -88,6 +111,11 @@ def second_moments(soup: TriangleSoup) -> tuple[float, np.ndarray, np.ndarray]:
     centroid = (tri.mean(axis=1) * areas[:, None]).sum(axis=0) / total
     local = tri - centroid
     s = local.sum(axis=1)
-    # the integral of x x^T over a triangle is A/12 (sum of its corners' outer products + s s^T)
-    moments = (np.einsum("n,nki,nkj->ij", areas, local, local) + np.einsum("n,ni,nj->ij", areas, s, s)) / 12.0
+    # the integral of x x^T over a triangle is A/12 (sum of its corners' outer products + s s^T);
+    # entry by entry with numpy's own (pairwise, single-threaded) sums, no BLAS
+    moments = np.zeros((3, 3))
+    for i in range(3):
+        for j in range(i, 3):
+            per_triangle = (local[:, :, i] * local[:, :, j]).sum(axis=1) + s[:, i] * s[:, j]
+            moments[i, j] = moments[j, i] = float((areas * per_triangle).sum()) / 12.0
     return total, centroid, moments
