@@ -13,7 +13,7 @@ import time
 import zlib
 
 import numpy as np
-from pxr import Usd, UsdGeom, UsdPhysics
+from pxr import Usd, UsdGeom, UsdPhysics, UsdUtils
 
 from . import colliders as collider_solids
 from . import geometry, mass, materials, typed_read
@@ -112,7 +112,13 @@ def read_parts(stage: Usd.Stage, body_paths: set[str], mpu: float, kgpu: float, 
             )
         clock["colliders"] += time.perf_counter() - lap
     start = time.perf_counter()
+    # UsdPhysics warns on stderr, once per body, where it falls back to a small sphere's inertia
+    # (a massive body without colliders: converted sensor links); the mass properties say what
+    # they are built from, so the warnings are collected here and dropped, not printed into a grade.
+    quiet = UsdUtils.CoalescingDiagnosticDelegate()
     masses = mass.stage_mass_properties(stage, sorted(body_paths), models) if body_paths else {}
+    quiet.TakeUncoalescedDiagnostics()
+    del quiet
     clock["mass"] = time.perf_counter() - start
     if timings is not None:
         timings.update({name: round(seconds, 6) for name, seconds in clock.items()})
