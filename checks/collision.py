@@ -33,22 +33,29 @@ def _surface(snapshot, body: str) -> np.ndarray:
     return np.concatenate(found) if found else np.zeros((0, 3))
 
 
+def _same(cmp: Comparison, target: str) -> bool:
+    """The candidate body's enabled colliders build exactly the reference's solids: every share
+    below is then the reference's own, with no sampling (the usual healthy body)."""
+    return parts.same_solids(cmp.reference, cmp.candidate, target, cmp.match.bodies.get(target))
+
+
 def coverage(cmp: Comparison, target: str):
     ref_solids = parts.enabled_solids(cmp.reference, target)
     if not ref_solids:
         return Unmeasured("the reference body has no enabled collider")
     cand_solids = parts.enabled_solids(cmp.candidate, cmp.match.bodies.get(target))
     margin = cmp.tolerances["collision_margin_m"]
+    same = _same(cmp, target)
     out = {"has_collision": boolean(bool(cand_solids), len(ref_solids), len(cand_solids))}
     surface = _surface(cmp.reference, target)
     if len(surface):
-        ref_share = solids.coverage(surface, ref_solids, margin)
-        cand_share = solids.coverage(surface, cand_solids, margin) if cand_solids else 0.0
+        ref_share = parts.reference_coverage(cmp.reference, target, margin)
+        cand_share = ref_share if same else solids.coverage(surface, cand_solids, margin) if cand_solids else 0.0
         out["coverage"] = Component(max(0.0, ref_share - cand_share), cmp.tolerances["collision_coverage"],
                                     ref_share, cand_share)
     held = parts.solid_samples(cmp.reference, target)
     if len(held[0]):
-        lost = solids.outside_share(held, cand_solids, margin)
+        lost = 0.0 if same else solids.outside_share(held, cand_solids, margin)
         out["volume_lost"] = Component(lost, cmp.tolerances["collision_coverage"], 0.0, lost)
     return out
 
@@ -57,12 +64,14 @@ def free_space(cmp: Comparison, target: str):
     empty = parts.free_space(cmp.reference, target)
     cand_body = cmp.match.bodies.get(target)
     cand_solids = parts.enabled_solids(cmp.candidate, cand_body)
+    same = _same(cmp, target)
     out = {}
-    if len(empty):
-        filled = solids.free_space_fill(empty, cand_solids) if cand_solids else 0.0
+    if len(empty):   # the reference's empty space lies outside every reference solid by construction
+        filled = 0.0 if same or not cand_solids else solids.free_space_fill(empty, cand_solids)
         out["filled"] = Component(filled, cmp.tolerances["collision_free_space"], 0.0, filled)
     if parts.enabled_solids(cmp.reference, target) or cand_solids:
-        held = parts.body_solid_samples(cmp.candidate, cand_body) if cand_body else (np.zeros((0, 3)), np.zeros(0))
+        held = ((np.zeros((0, 3)), np.zeros(0)) if same or not cand_body
+                else parts.body_solid_samples(cmp.candidate, cand_body))
         excess = solids.outside_share(held, parts.enabled_solids(cmp.reference, target),
                                       cmp.tolerances["collision_margin_m"]) if len(held[0]) else 0.0
         out["excess"] = Component(excess, cmp.tolerances["collision_free_space"], 0.0, excess)

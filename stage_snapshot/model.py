@@ -142,6 +142,7 @@ class Collider:
     centroid: Vec3
     solid: Any = field(compare=False, repr=False)     # colliders.Solid (contains(points)), or None
     material: Any = None       # materials.PhysicsMaterial or None
+    digest: str = ""           # what the solid is built from (parts._collider_digest); "" when none
 
 
 @dataclass(frozen=True)
@@ -165,6 +166,8 @@ class StageSnapshot:
     # place: parts.free_space computes what a snapshot does not carry
     solid_samples: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     # body -> (points, weights) inside its enabled colliders (parts.solid_samples), ahead as above
+    memo: dict = field(default_factory=dict, compare=False, repr=False)
+    # values derived from this snapshot alone, computed once when first asked (parts.reference_coverage)
     timings: dict[str, float] = field(default_factory=dict, compare=False, repr=False)
     # seconds spent reading each part (bench/ and grade.json "timings"); not content
     authoring_problems: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)

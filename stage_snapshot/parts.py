@@ -9,6 +9,7 @@ order and under any namespace, give identical samples and the same digest.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import time
 import zlib
 
@@ -40,6 +41,29 @@ def owner_body(path: str, body_paths: set[str]) -> str | None:
 def content_seed(seed: int, soup: geometry.TriangleSoup) -> int:
     key = f"{len(soup.faces)}:{soup.area:.6g}".encode()
     return (int(seed) * 1_000_003 + zlib.crc32(key)) % (2**32)
+
+
+_SIZE_ATTRIBUTES = ("size", "radius", "height", "radiusTop", "radiusBottom", "width", "length", "axis")
+
+
+def _collider_digest(prim: Usd.Prim, world, mpu: float, models: ColliderModels) -> str:
+    """What the collider's solid is built from: its type, world matrix and metres per unit, and its
+    sizes (a primitive) or its model's approximation, form and points (a mesh). Equal digests make
+    equal solids: a healthy collider compares with the reference's without sampling."""
+    digest = hashlib.sha256(f"{prim.GetTypeName()}:{mpu!r}:".encode())
+    digest.update(np.ascontiguousarray(geometry.matrix_to_numpy(world)).tobytes())
+    if prim.IsA(UsdGeom.Mesh):
+        model = models.mesh(prim)
+        if model is not None:
+            digest.update(f"{model.approximation}:{model.form}:".encode())
+            digest.update(np.ascontiguousarray(model.points, dtype=np.float64).tobytes())
+            digest.update(np.ascontiguousarray(model.faces, dtype=np.int64).tobytes())
+    else:
+        for name in _SIZE_ATTRIBUTES:
+            attr = prim.GetAttribute(name)
+            if attr and attr.HasAuthoredValue():
+                digest.update(f"{name}={attr.Get()!r};".encode())
+    return digest.hexdigest()
 
 
 def is_visible(prim: Usd.Prim) -> bool:
@@ -99,6 +123,7 @@ def read_parts(stage: Usd.Stage, body_paths: set[str], mpu: float, kgpu: float, 
             if bounds is not None and np.isfinite(bounds).all():
                 centroid = tuple(float(c) for c in (bounds[0] + bounds[1]) / 2)
             colliders[path] = Collider(
+                digest=_collider_digest(prim, world, mpu, models) if solid is not None else "",
                 path=path,
                 name=prim.GetName(),
                 body=body,
@@ -145,6 +170,26 @@ def with_free_space(snapshot):
     bodies = sorted({c.body for c in snapshot.colliders.values() if c.body})
     return dataclasses.replace(snapshot, free_space={body: free_space_samples(snapshot, body) for body in bodies},
                                solid_samples={body: body_solid_samples(snapshot, body) for body in bodies})
+
+
+def same_solids(reference, candidate, ref_body: str | None, cand_body: str | None) -> bool:
+    """Do the two bodies' enabled colliders build the same solids (equal digests, in any order)?"""
+    if ref_body is None or cand_body is None:
+        return False
+    ref = sorted(c.digest for c in reference.body_colliders(ref_body) if c.enabled and c.solid is not None)
+    cand = sorted(c.digest for c in candidate.body_colliders(cand_body) if c.enabled and c.solid is not None)
+    return bool(ref) and "" not in ref and ref == cand
+
+
+def reference_coverage(snapshot, body: str, margin: float) -> float:
+    """Share of the body's visible surface samples inside its own enabled colliders, computed once
+    per snapshot and margin (a reference kept for many grades pays for it once)."""
+    key = ("coverage", body, float(margin))
+    if key not in snapshot.memo:
+        surface = [c.samples for c in snapshot.body_components(body) if len(c.samples)]
+        points = np.concatenate(surface) if surface else np.zeros((0, 3))
+        snapshot.memo[key] = collider_solids.coverage(points, enabled_solids(snapshot, body), margin)
+    return snapshot.memo[key]
 
 
 def enabled_solids(snapshot, body: str | None) -> list:

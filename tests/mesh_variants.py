@@ -130,9 +130,32 @@ def _reorder_one(prim, rng) -> None:
                 {"point": point_order, "face": face_order, "corner": corners})
 
 
+def _split_triangles(prim, points, indices) -> None:
+    """_retriangulate_one for a mesh of triangles only, vectorized (real robots' meshes)."""
+    m = len(indices) // 3
+    corner = np.arange(3 * m).reshape(m, 3)
+    tri = indices.reshape(m, 3)
+    new_index = len(points) + np.arange(m)
+    k, k1 = np.arange(3), (np.arange(3) + 1) % 3
+    faces = np.stack([tri[:, k], tri[:, k1], np.repeat(new_index[:, None], 3, axis=1)], axis=2).reshape(-1, 3)
+    corner_i = np.zeros((m, 3, 3, 3), dtype=np.int64)     # face, sub-triangle, its corner, sources
+    corner_w = np.zeros((m, 3, 3, 3))
+    corner_i[:, :, 0, 0], corner_i[:, :, 1, 0] = corner[:, k], corner[:, k1]
+    corner_w[:, :, 0, 0] = corner_w[:, :, 1, 0] = 1.0
+    corner_i[:, :, 2, :] = corner[:, None, :]
+    corner_w[:, :, 2, :] = 1.0 / 3.0
+    point_i = np.concatenate([np.stack([np.arange(len(points))] * 3, axis=1), tri])
+    point_w = np.concatenate([np.tile([1.0, 0.0, 0.0], (len(points), 1)), np.full((m, 3), 1.0 / 3.0)])
+    _write_mesh(prim, np.concatenate([points, points[tri].mean(axis=1)]), np.full(3 * m, 3), faces.reshape(-1),
+                {"point": (point_w, point_i), "face": np.repeat(np.arange(m), 3),
+                 "corner": (corner_w.reshape(-1, 3), corner_i.reshape(-1, 3))})
+
+
 def _retriangulate_one(prim) -> None:
     """Triangles split at their centroid; other polygons fanned from their second corner."""
     _, points, counts, indices = _topology(prim)
+    if len(counts) and (counts == 3).all():
+        return _split_triangles(prim, points, indices)
     starts = np.cumsum(counts) - counts
     new_points, faces, corners, point_src, face_src = [points], [], [], [], []
     extra = len(points)
@@ -390,7 +413,8 @@ def _in_centimetres(prim: Usd.Prim, attr: Usd.Attribute, value):
     if name.startswith("xformOp:translate") or name in LENGTHS or (prim.IsA(UsdGeom.Gprim) and name in GPRIM_LENGTHS):
         if name == "extentsHint":   # FLT_MAX sentinels mark empty purposes: kept as they are
             a = np.asarray(value)
-            return type(value).FromNumpy(np.where(np.abs(a) < 1e30, a * 100.0, a).astype(a.dtype))
+            with np.errstate(over="ignore"):
+                return type(value).FromNumpy(np.where(np.abs(a) < 1e30, a * 100.0, a).astype(a.dtype))
         if hasattr(type(value), "FromNumpy"):   # a Vt array
             return type(value).FromNumpy(np.ascontiguousarray(np.asarray(value) * 100.0, dtype=np.asarray(value).dtype))
         return value * 100.0
