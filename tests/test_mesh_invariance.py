@@ -97,3 +97,38 @@ def test_a_healthy_collider_changed_fails_preservation(how, packages, tmp_path):
     decision = grade(case, mesh_variants.collider_changed(ref, tmp_path / how, how, pick))
     assert decision.authored_usd == 0.0 and decision.preservation_pass is False, decision.reasons
     assert any("collision_support" in r for r in decision.reasons), decision.reasons
+
+
+def _recolour(stage, path):
+    from pxr import Gf, UsdGeom
+
+    UsdGeom.Gprim(stage.GetPrimAtPath(path)).CreateDisplayColorAttr([Gf.Vec3f(1.0, 0.0, 0.0)])
+
+
+def _shift(stage, path):
+    from pxr import Gf, UsdGeom
+
+    UsdGeom.Xformable(stage.GetPrimAtPath(path)).AddTranslateOp(opSuffix="off").Set(Gf.Vec3d(0.0, 0.0, 0.05))
+
+
+@pytest.mark.parametrize("damage", ["recoloured half", "moved half", "duplicate"])
+def test_a_split_or_duplicated_part_that_changes_the_look_fails(damage, packages, tmp_path):
+    """Grouping split meshes is no loophole: a half that looks different, a half moved off the
+    surface, or the part duplicated on top of itself (twice the area) still fail preservation."""
+    from pxr import Sdf, Usd
+
+    ref, case = packages["ellipsoid"]
+    cand = mesh_variants.split(ref, tmp_path / "cand")
+    stage = Usd.Stage.Open(str(cand / "robot.usda"))
+    stage.SetEditTarget(Usd.EditTarget(Sdf.Layer.FindOrOpen(str(cand / "variant" / "edits.usdc"))))
+    half = LINK_PART + "_part2"
+    if damage == "recoloured half":
+        _recolour(stage, half)
+    elif damage == "moved half":
+        _shift(stage, half)
+    else:   # the whole part again, beside its two halves
+        mesh_variants._copy_prim(stage, stage.GetPrimAtPath(LINK_PART), Sdf.Path("/Robot/Link/Copy"))
+        mesh_variants._copy_prim(stage, stage.GetPrimAtPath(half), Sdf.Path("/Robot/Link/Copy2"))
+    stage.GetEditTarget().GetLayer().Save()
+    decision = grade(case, cand)
+    assert decision.authored_usd == 0.0 and decision.preservation_pass is False, decision.reasons
