@@ -87,6 +87,7 @@ class Surface:
         """Several parts as one surface (a mesh split in two is compared with its whole)."""
         if len(surfaces) == 1:
             return surfaces[0]
+        surfaces = sorted(surfaces, key=lambda s: s.digest)   # by content: names do not matter
         soup = canonical_soup(concatenate_soups([TriangleSoup(s.vertices, s.faces) for s in surfaces]))
         return cls.of(soup, np.concatenate([s.samples for s in surfaces]))
 
