@@ -1,7 +1,7 @@
 """What grading the real-robot fixtures costs, and the whole matrix of their mesh equivalents.
 
     python bench/bench_robots.py            # every robot; writes bench/results/robots-<date>.md
-    python bench/bench_robots.py --quick    # costs only (no matrix, no freeze)
+    python bench/bench_robots.py --quick    # costs only (no matrix, no freeze): robots-<date>-quick.md
 
 For every robot of fixtures/robots (its case in fixtures/robot_cases):
   grade    the operator's command, `python -m pytest checks --case CASE --submission REF --out OUT`
@@ -94,7 +94,7 @@ def main(argv: list[str]) -> int:
     lines = [f"# Real-robot fixtures: cost and equivalents, {datetime.date.today().isoformat()}", "",
              f"`python bench/bench_robots.py{' --quick' if args.quick else ''}`; load average at the start "
              f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores.", "",
-             "| robot | grade (s) | peak (MB) | reference snapshot (s) | checks (s) | reward | freeze (s) |",
+             "| robot | grade (s) | peak (MB) | reference snapshot (s) | tests (s) | reward | freeze (s) |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
     rows = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -103,8 +103,7 @@ def main(argv: list[str]) -> int:
             t = cost["timings"]
             frozen = (f"{freeze_cost(case_of[robot], Path(tmp) / 'frozen'):.1f}"
                       if not args.quick and (i == 0 or args.freeze_all) else "")
-            snap = t.get("reference_snapshot", t.get("snapshot_reference", ""))
-            checks = t.get("checks", "")
+            snap, checks = t.get("reference_snapshot_s", ""), t.get("tests_s", "")
             lines.append(f"| {robot} | {cost['wall_s']:.2f} | {cost['peak_mb']:.0f} | {snap} | {checks} | "
                          f"{cost['reward']} | {frozen} |")
             print(lines[-1], flush=True)
@@ -118,7 +117,7 @@ def main(argv: list[str]) -> int:
                   "| robot | " + " | ".join(names) + " |", "|" + " --- |" * (len(names) + 1)]
         lines += [f"| {r} | " + " | ".join(str(rows[r][n]) for n in names) + " |" for r in robots]
     RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / f"robots-{datetime.date.today().isoformat()}.md"
+    path = RESULTS / f"robots-{datetime.date.today().isoformat()}{'-quick' if args.quick else ''}.md"
     path.write_text("\n".join(lines) + "\n")
     print(f"wrote {path.relative_to(ROOT)}")
     return 0
