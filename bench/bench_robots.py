@@ -110,17 +110,22 @@ def main(argv: list[str]) -> int:
             if not args.quick:
                 rows[robot] = matrix(robot, case_of[robot], Path(tmp) / f"m_{robot}")
                 print(robot, rows[robot], flush=True)
+            write(args, lines, rows, robots)   # after every robot: a run cut short keeps what it measured
+    return 0
+
+
+def write(args, lines: list[str], rows: dict, robots: list[str]) -> None:
+    lines = list(lines)
     if rows:
         names = EQUIVALENTS + HOSTILES
         lines += ["", "Every equivalent must grade 1.0 and every hostile (a healthy collider changed on the "
                   "reference) 0; n/a where the robot has nothing the variant changes.", "",
                   "| robot | " + " | ".join(names) + " |", "|" + " --- |" * (len(names) + 1)]
-        lines += [f"| {r} | " + " | ".join(str(rows[r][n]) for n in names) + " |" for r in robots]
+        lines += [f"| {r} | " + " | ".join(str(rows[r][n]) for n in names) + " |" for r in robots if r in rows]
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / f"robots-{datetime.date.today().isoformat()}{'-quick' if args.quick else ''}.md"
     path.write_text("\n".join(lines) + "\n")
     print(f"wrote {path.relative_to(ROOT)}")
-    return 0
 
 
 if __name__ == "__main__":

@@ -254,11 +254,15 @@ def _binding(prim) -> str:
 
 
 def mergeable_pairs(stage: Usd.Stage) -> list[tuple[Usd.Prim, Usd.Prim]]:
-    """Sibling visible meshes (not colliders) with the same material, purpose and primvars."""
+    """Sibling visible meshes (not colliders) with the same material, purpose and primvars (the
+    constant ones, such as an unbound part's display colour, equal)."""
     by_parent: dict = {}
     for prim in visible_meshes(stage):
+        # the same look: the same bound material, and the same constant primvars (an unbound
+        # part's display colour and opacity are what a renderer draws it with)
+        constants = tuple(sorted((a.GetName(), str(v)) for a, i, v, _ in _primvars(prim) if i == "constant"))
         key = (str(prim.GetParent().GetPath()), _binding(prim), UsdGeom.Imageable(prim).ComputePurpose(),
-               tuple(sorted((a.GetName(), i) for a, i, _, _ in _primvars(prim))))
+               tuple(sorted((a.GetName(), i) for a, i, _, _ in _primvars(prim))), constants)
         by_parent.setdefault(key, []).append(prim)
     return [(group[0], group[1]) for group in by_parent.values() if len(group) >= 2]
 

