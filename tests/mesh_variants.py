@@ -335,7 +335,7 @@ def deinstanced(src: Path, dst: Path) -> Path:
 def hull_mesh(src: Path, dst: Path) -> Path:
     """Hidden convex-hull mesh colliders replaced by an explicit mesh of their hull (the same
     solid, the approximation token kept)."""
-    from scipy.spatial import ConvexHull
+    from scipy.spatial import ConvexHull, QhullError
 
     stage = _open_with_edits(src, dst)
     done = 0
@@ -346,7 +346,10 @@ def hull_mesh(src: Path, dst: Path) -> Path:
             continue
         mesh = UsdGeom.Mesh(prim)
         points = np.asarray(mesh.GetPointsAttr().Get(), dtype=np.float64)
-        hull = ConvexHull(points)
+        try:
+            hull = ConvexHull(points)
+        except QhullError:   # a flat collider (hyq's frame plates) has no hull mesh to write
+            continue
         used, faces = np.unique(hull.simplices, return_inverse=True)
         for primvar in UsdGeom.PrimvarsAPI(prim).GetPrimvarsWithAuthoredValues():   # sized for the old mesh
             primvar.GetAttr().Block()
