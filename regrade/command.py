@@ -180,13 +180,14 @@ class Outcome:
     reward: float | None
     worker: str
     peak_rss_mb: float | None
+    node: str = ""
 
     @classmethod
     def of(cls, stored: Stored, result: ItemResult) -> "Outcome":
         grade = json.loads(result.grade_text) if result.grade_text else {}
         reward = grade.get("authored_usd")
         return cls(stored.key, grade.get("status", "no grade"), stored.previous_reward,
-                   reward if isinstance(reward, (int, float)) else None, result.worker, result.peak_rss_mb)
+                   reward if isinstance(reward, (int, float)) else None, result.worker, result.peak_rss_mb, result.node)
 
 
 def summary_lines(results: list[Outcome], seconds: float) -> list[str]:
@@ -202,6 +203,10 @@ def summary_lines(results: list[Outcome], seconds: float) -> list[str]:
     rate = 60.0 * len(results) / seconds if seconds > 0 else 0.0
     lines = [f"graded {len(results)} in {seconds:.1f} s ({rate:.1f} grades/min): "
              + ", ".join(f"{n} {status}" for status, n in sorted(statuses.items()))]
+    nodes = Counter(r.node for r in results if r.node)
+    if nodes:  # --engine ray: which node graded how many (one node: a local cluster)
+        lines.append(f"graded on {len(nodes)} Ray node(s):")
+        lines += [f"  node {node}: {n} grades" for node, n in sorted(nodes.items())]
     if workers:
         lines.append(f"peak memory per worker: {max(workers.values()):.0f} MB (max of {len(workers)} workers)")
     moved = [m for m in moves if abs(m[0]) > MOVED]
