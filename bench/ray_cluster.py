@@ -38,10 +38,12 @@ FAST_HEALTH_CHECKS = {"health_check_initial_delay_ms": 1000, "health_check_perio
                       "health_check_timeout_ms": 2000, "health_check_failure_threshold": 3}
 
 
-def available() -> str | None:
+def available(namespaces: bool = True) -> str | None:
     """None when nodes can be started here, else why not."""
     if not Path(RAY).is_file():
         return f"Ray's `ray` command is not beside {sys.executable} (the ray extra is not installed)"
+    if not namespaces:
+        return None
     if os.geteuid() != 0 or not shutil.which("unshare"):
         return "a node of the local cluster needs root and unshare (a PID and mount namespace of its own)"
     probe = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "true"], capture_output=True)
@@ -74,6 +76,9 @@ class LocalCluster:
     token: str = field(default_factory=lambda: secrets.token_hex(32))
     address: str | None = None
     nodes: dict[str, Node] = field(default_factory=dict)
+    # False: plain `ray start` processes (no root needed), for a bench; a node can then neither
+    # hide folders nor die all at once (its workers outlive their raylet for a moment).
+    namespaces: bool = True
 
     def __post_init__(self):
         self.root = Path(self.root)
@@ -99,14 +104,18 @@ class LocalCluster:
         folder = self.root / f"node-{name}"
         folder.mkdir(parents=True, exist_ok=True)
         log = self.root / f"node-{name}.log"
-        # `--kill-child`: the node's first process dies with unshare (SIGKILL), and with it its
-        # PID namespace, every process of the node. Folders to hide get an empty tmpfs over them.
-        mounts = "".join(f"mount -t tmpfs -o size=1m,mode=0755 usdgrade-hidden {_quote(p)} && " for p in hide)
-        command = ["unshare", "--pid", "--fork", "--mount-proc", "--kill-child", "--propagation", "private",
-                   "sh", "-c", f"{mounts}exec \"$@\"", "node", *argv]
+        command = argv
+        if self.namespaces:
+            # `--kill-child`: the node's first process dies with unshare (SIGKILL), and with it its
+            # PID namespace, every process of the node. Folders to hide get an empty tmpfs over them.
+            mounts = "".join(f"mount -t tmpfs -o size=1m,mode=0755 usdgrade-hidden {_quote(p)} && " for p in hide)
+            command = ["unshare", "--pid", "--fork", "--mount-proc", "--kill-child", "--propagation", "private",
+                       "sh", "-c", f"{mounts}exec \"$@\"", "node", *argv]
+        elif hide:
+            raise ValueError("hiding folders from a node needs namespaces")
         with open(log, "wb") as out:
-            process = subprocess.Popen(command, cwd=folder, env=self._env(env), stdin=subprocess.DEVNULL,
-                                       stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+            process = subprocess.Popen(command, cwd=folder, env=self._env(env), stdin=subprocess.DEVNULL, stdout=out,
+                                       stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent)
         node = Node(name, folder, process, log, tuple(hide))
         self.nodes[name] = node
         return node
@@ -149,7 +158,8 @@ class LocalCluster:
     def remove(self, name: str, timeout: float = 60.0) -> None:
         """The node leaves the cluster in order (Ray's own stop: the cluster marks it dead at once)."""
         node = self.nodes.pop(name)
-        first = _child(node.process.pid)   # `ray start`, the PID namespace's first process
+        # `ray start`: the PID namespace's first process, under unshare
+        first = _child(node.process.pid) if self.namespaces else node.process.pid
         if first is not None:
             try:
                 os.kill(first, signal.SIGTERM)
@@ -172,6 +182,14 @@ class LocalCluster:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def _die_with_parent() -> None:
+    """In the node's first process: SIGKILL when the process that started it dies, so that an
+    interrupted test or bench leaves no node behind (PR_SET_PDEATHSIG)."""
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
 
 
 def _child(pid: int) -> int | None:

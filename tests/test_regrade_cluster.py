@@ -155,3 +155,26 @@ def test_a_node_that_dies_mid_run_loses_no_grade(outcome):
         if key not in (stalled, crash["key"]):
             assert len(ledger[key]) == 1 and r["status"] == "graded" and r["attempts"] == 1, (key, r, ledger[key])
 
+
+
+def test_a_grade_from_a_node_that_joined_with_another_verifier_is_never_kept():
+    """A node that joins after the probe is checked on each result: a grade made by another
+    verifier stops the run, naming the node, and is not handed on."""
+    import zlib
+
+    from usd_repair_verifier.regrade.ray_engine import NodeRefused, RayEngine, fingerprint
+    from usd_repair_verifier.regrade.warm import ItemResult
+
+    class Connected:   # what the engine asks of Ray here: the finished task's reply
+        get = staticmethod(lambda reply: reply)
+
+    def reply(found: dict) -> bytes:
+        result = ItemResult("trial-0", 0, "{}", "{}", 0.1, node="ab12" * 14)
+        return zlib.compress(json.dumps({"result": result.to_dict(), "fingerprint": found}).encode())
+
+    item = Item("trial-0", str(SMALL), str(SMALL / "reference"))
+    kept = RayEngine._result(Connected, reply(fingerprint()), item, 0.0)
+    assert kept.key == "trial-0" and kept.node == "ab12" * 14
+    with pytest.raises(NodeRefused, match=f"node {'ab12' * 14} joined the cluster after the probe and runs another "
+                                          r"verifier: numpy 0\.0 \(this driver: .*\); its grade of trial-0 was not kept"):
+        RayEngine._result(Connected, reply({**fingerprint(), "numpy": "0.0"}), item, 0.0)
