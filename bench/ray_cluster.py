@@ -8,9 +8,9 @@ dies would (its raylet, its agents and its workers, which Ray puts in process gr
 own). A node can also get a mount namespace of its own in which some folders are hidden behind
 an empty one: a machine that does not mount the shared inputs.
 
-The head node runs the cluster's control processes and takes no work (`--num-cpus 0`, as on a
-team's cluster); nodes join one at a time (two raylets starting together on one machine pick the
-same socket names). The cluster uses token authentication with a token of its own (RAY_AUTH_TOKEN,
+The head node runs the cluster's control processes (and `cpus` of work: none by default, as on
+many teams' clusters). Nodes start side by side, each once the one before holds its socket names
+(two raylets choosing at once on one machine choose the same ones). The cluster uses token authentication with a token of its own (RAY_AUTH_TOKEN,
 never the user's ~/.ray/auth_token), and its own temporary folder, so that a `ray.init()` elsewhere
 on the machine never finds it. A driver joins with `driver_env()`.
 
@@ -132,12 +132,31 @@ class LocalCluster:
         self.address = address_file.read_text().strip()
         return self
 
-    def add_node(self, name: str, cpus: int = 1, env: dict | None = None, hide: tuple[Path, ...] = ()) -> Node:
-        """A node that joins the cluster; returns once the cluster has it."""
+    def join(self, name: str, cpus: int = 1, env: dict | None = None, hide: tuple[Path, ...] = ()) -> Node:
+        """A node starts joining the cluster; returns once its raylet holds its socket names (two
+        raylets choosing at once would choose the same ones), before the cluster has it: `wait`."""
+        sockets = self.temp_dir / "session_latest" / "sockets"
+        taken = len(list(sockets.glob("plasma_store*")))
         resources = json.dumps({f"usdgrade_node_{name}": 1})
         node = self._spawn(name, [RAY, "start", "--address", self.address, "--block", "--num-cpus", str(cpus),
                                   "--resources", resources, "--disable-usage-stats"], env, tuple(hide))
-        self._wait(node, lambda: b"This command will now block forever" in node.log.read_bytes())
+        self._wait(node, lambda: len(list(sockets.glob("plasma_store*"))) > taken or self._ready(node))
+        return node
+
+    @staticmethod
+    def _ready(node: Node) -> bool:
+        return b"This command will now block forever" in node.log.read_bytes()
+
+    def wait(self, *names: str) -> None:
+        """Until the cluster has each of these nodes."""
+        for name in names:
+            node = self.nodes[name]
+            self._wait(node, lambda: self._ready(node))
+
+    def add_node(self, name: str, cpus: int = 1, env: dict | None = None, hide: tuple[Path, ...] = ()) -> Node:
+        """A node that joins the cluster; returns once the cluster has it."""
+        node = self.join(name, cpus, env, hide)
+        self.wait(name)
         return node
 
     def _wait(self, node: Node, ready) -> None:
@@ -147,7 +166,7 @@ class LocalCluster:
                 tail = node.log.read_text(errors="replace")[-3000:]
                 self.stop()
                 raise RuntimeError(f"Ray node {node.name} did not start:\n{tail}")
-            time.sleep(0.1)
+            time.sleep(0.05)
 
     def kill(self, name: str) -> None:
         """The node dies at once, as a machine does: SIGKILL to its PID namespace's every process."""
@@ -155,26 +174,31 @@ class LocalCluster:
         node.process.kill()
         node.process.wait(timeout=30)
 
-    def remove(self, name: str, timeout: float = 60.0) -> None:
-        """The node leaves the cluster in order (Ray's own stop: the cluster marks it dead at once)."""
-        node = self.nodes.pop(name)
-        # `ray start`: the PID namespace's first process, under unshare
-        first = _child(node.process.pid) if self.namespaces else node.process.pid
-        if first is not None:
+    def remove(self, *names: str, timeout: float = 60.0) -> None:
+        """These nodes leave the cluster in order, together (Ray's own stop on each: the cluster
+        marks each dead at once)."""
+        leaving = [self.nodes.pop(name) for name in names]
+        for node in leaving:
+            # `ray start`: the PID namespace's first process, under unshare
+            first = _child(node.process.pid) if self.namespaces else node.process.pid
+            if first is not None:
+                try:
+                    os.kill(first, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+        deadline = time.monotonic() + timeout
+        for node in leaving:
             try:
-                os.kill(first, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        try:
-            node.process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            node.process.kill()
-            node.process.wait(timeout=30)
+                node.process.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                node.process.kill()
+                node.process.wait(timeout=30)
 
     def stop(self) -> None:
         """Every node, the head last; nothing of the cluster is left running."""
-        for name in [n for n in self.nodes if n != "head"] + (["head"] if "head" in self.nodes else []):
-            self.remove(name, timeout=30.0)
+        self.remove(*[n for n in self.nodes if n != "head"], timeout=30.0)
+        if "head" in self.nodes:
+            self.remove("head", timeout=30.0)
         shutil.rmtree(self.temp_dir, ignore_errors=True)
 
     def __enter__(self) -> "LocalCluster":

@@ -135,10 +135,17 @@ def node_death(cluster: LocalCluster, setup: dict) -> dict:
                         "reward": grade["authored_usd"], "cause": grade.get("infrastructure_error"),
                         "at": time.monotonic() - started})
     watcher.join(timeout=5)
+    # The cluster's own view: node a marked dead (by its health checks: a few seconds here).
+    noticed = None
+    while noticed is None and time.monotonic() - killed.get("at", started) < 60:
+        if "a" not in node_ids():
+            noticed = round(time.monotonic() - killed.get("at", started), 1)
+        else:
+            time.sleep(0.2)
     ledger = {t.name: (t / "artifacts" / "ledger").read_text().split("\n")[:-1] if (t / "artifacts" / "ledger").is_file()
               else [] for t in job.iterdir() if t.is_dir()}
     return {"results": results, "killed": killed.get("node"), "killed_at": killed.get("at", started) - started,
-            "ledger": ledger, "alive_after": sorted(node_ids())}
+            "ledger": ledger, "alive_after": sorted(node_ids()), "dead_noticed_s": noticed}
 
 
 def run(setup: dict) -> dict:
@@ -152,26 +159,28 @@ def run(setup: dict) -> dict:
 
     with LocalCluster(root / "cluster", token=os.environ["RAY_AUTH_TOKEN"]) as cluster:
         cluster.start_head(cpus=1)
-        cluster.add_node("a", env={"USDGRADE_TEST_VICTIM": "1"})
-        mark("cluster up")
+        cluster.join("a", env={"USDGRADE_TEST_VICTIM": "1"})
+        mark("head up")
         address = cluster.address
-        outcome["spot"] = on_the_spot(setup, address)
+        outcome["spot"] = on_the_spot(setup, address)   # while node a starts
         mark("on the spot")
+        cluster.wait("a")
+        mark("node a up")
         ray.init(address=address, log_to_driver=False, logging_level="ERROR")
         outcome["nodes"] = node_ids()
         outcome["cpus"] = ray.cluster_resources().get("CPU")
         outcome["run"] = command(setup["job"], "--cases", setup["cases"], "--out", str(root / "out"),
                                  "--engine", "ray", "--ray-address", address, "-j", "2")
         hidden = Path(setup["probe_job"]).parent
-        cluster.add_node("c", hide=(hidden,))
-        cluster.add_node("d", env={"PYTHONPATH": str(other_verifier(root / "other-verifier"))})
+        cluster.join("c", hide=(hidden,))
+        cluster.join("d", env={"PYTHONPATH": str(other_verifier(root / "other-verifier"))})
+        cluster.wait("c", "d")
         mark("command; nodes c and d up")
         outcome["probe_nodes"] = node_ids()
         outcome["refused"] = command(setup["probe_job"], "--cases", setup["cases"], "--out", str(root / "refused"),
                                      "--engine", "ray", "--ray-address", address, "-j", "2")
         outcome["refused"]["written"] = sorted(str(p) for p in (root / "refused").rglob("*.json"))
-        cluster.remove("c")
-        cluster.remove("d")
+        cluster.remove("c", "d")
         mark("probe refused; c and d gone")
         outcome["death"] = node_death(cluster, setup)
         mark("node death")
