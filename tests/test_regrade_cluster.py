@@ -65,7 +65,7 @@ def outcome(tmp_path_factory):
     (root / "setup.json").write_text(json.dumps(setup))
     proc = subprocess.run([sys.executable, str(REPO / "tests" / "ray_cluster_driver.py"), str(root / "setup.json")],
                           cwd=root, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stderr[-5000:]
+    assert proc.returncode == 0, f"{proc.stderr[-5000:]}\n(the nodes' logs: {root}/cluster/node-*.log)"
     seen = json.loads(proc.stdout.strip().splitlines()[-1])
     seen["root"] = root
     return seen
