@@ -44,7 +44,8 @@ PROBE_TIMEOUT_S = 120.0        # a node that has not answered its probe by then 
 CAPACITY_REFRESH_S = 2.0       # how often the driver re-reads which nodes are alive
 # The libraries whose version can move a measurement: a node must run the driver's.
 MEASURING_DISTRIBUTIONS = ("usd-core", "numpy", "scipy", "trimesh", "pytest", "pytest-json-report")
-# What a grade runs besides the grade's own packages (authoring/task.py's VERIFIER_PACKAGES).
+# The grading code's files, in the grade's packages (authoring/task.py's VERIFIER_PACKAGES) and
+# regrade/: its modules and the data files they read (the sealed grade's ini, the web tool list).
 GRADING_CODE_SUFFIXES = (".py", ".ini", ".json")
 
 _GRADER = None        # this Ray worker process's warm grader, made on its first item

@@ -47,10 +47,18 @@ def _job(root: Path, trials: list[tuple[str, Path, float]]) -> Path:
     return root
 
 
+def _need_ray() -> None:
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        _unavailable("the ray extra is not installed")
+
+
 @pytest.fixture(scope="module")
 def outcome(tmp_path_factory):
     from bench.ray_cluster import available
 
+    _need_ray()
     missing = available()
     if missing:
         _unavailable(missing)
@@ -163,6 +171,8 @@ def test_a_grade_from_a_node_that_joined_with_another_verifier_is_never_kept():
     import zlib
 
     from usd_repair_verifier.regrade.ray_engine import NodeRefused, RayEngine, fingerprint
+
+    _need_ray()
     from usd_repair_verifier.regrade.warm import ItemResult
 
     class Connected:   # what the engine asks of Ray here: the finished task's reply
@@ -178,3 +188,15 @@ def test_a_grade_from_a_node_that_joined_with_another_verifier_is_never_kept():
     with pytest.raises(NodeRefused, match=f"node {'ab12' * 14} joined the cluster after the probe and runs another "
                                           r"verifier: numpy 0\.0 \(this driver: .*\); its grade of trial-0 was not kept"):
         RayEngine._result(Connected, reply({**fingerprint(), "numpy": "0.0"}), item, 0.0)
+
+
+def test_the_summary_counts_each_nodes_grades_and_the_items_taken_again():
+    from usd_repair_verifier.regrade.command import Outcome, summary_lines
+
+    outcomes = [Outcome("job/t0", "graded", None, 1.0, "h:1", 200.0, "n1"),
+                Outcome("job/t1", "graded", None, 0.0, "h:2", 210.0, "n2", attempts=2),
+                Outcome("job/t2", "infrastructure_error", None, 0.0, "h:2", 210.0, "n2", attempts=2)]
+    lines = summary_lines(outcomes, 6.0)
+    assert "2 item(s) taken again after their worker or node was lost (see each grade's status)" in lines
+    assert lines[lines.index("graded on 2 Ray node(s):") + 1:][:2] == ["  node n1: 1 grades", "  node n2: 2 grades"]
+    assert not any("Ray node" in line for line in summary_lines([Outcome("j/t", "graded", None, 1.0, "h:1", 1.0)], 1.0))
