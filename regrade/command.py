@@ -211,7 +211,7 @@ def summary_lines(results: list[Outcome], seconds: float) -> list[str]:
     nodes = Counter(r.node for r in results if r.node)
     if nodes:  # --engine ray: which node graded how many (one node: a local cluster)
         lines.append(f"graded on {len(nodes)} Ray node(s):")
-        lines += [f"  node {node}: {n} grades" for node, n in sorted(nodes.items())]
+        lines += [f"  node {node}: {n} grade{'s' if n != 1 else ''}" for node, n in sorted(nodes.items())]
     if workers:
         lines.append(f"peak memory per worker: {max(workers.values()):.0f} MB (max of {len(workers)} workers)")
     moved = [m for m in moves if abs(m[0]) > MOVED]

@@ -198,5 +198,5 @@ def test_the_summary_counts_each_nodes_grades_and_the_items_taken_again():
                 Outcome("job/t2", "infrastructure_error", None, 0.0, "h:2", 210.0, "n2", attempts=2)]
     lines = summary_lines(outcomes, 6.0)
     assert "2 item(s) taken again after their worker or node was lost (see each grade's status)" in lines
-    assert lines[lines.index("graded on 2 Ray node(s):") + 1:][:2] == ["  node n1: 1 grades", "  node n2: 2 grades"]
+    assert lines[lines.index("graded on 2 Ray node(s):") + 1:][:2] == ["  node n1: 1 grade", "  node n2: 2 grades"]
     assert not any("Ray node" in line for line in summary_lines([Outcome("j/t", "graded", None, 1.0, "h:1", 1.0)], 1.0))
