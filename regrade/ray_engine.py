@@ -2,7 +2,8 @@
 
 Each item is one task (`num_cpus=1`, `memory` as asked) running regrade/warm.py in a Ray worker
 process; Ray keeps its workers, so a worker's imports and reference snapshots serve every item it
-is given. With --ray-address the run joins that cluster; without, a one-node cluster of -j CPUs is
+is given. With --ray-address the run joins that cluster (or stops at once, with one line, when
+nothing answers there or the cluster refuses its token); without, a one-node cluster of -j CPUs is
 started for the run (`address="local"`: never a cluster that another process left on the machine)
 and stopped when it ends. The driver keeps no more tasks in flight than the cluster's nodes can run
 at once, collects them with `ray.wait` as they finish and alone writes the results.
@@ -31,6 +32,7 @@ import hashlib
 import json
 import os
 import platform
+import socket
 import time
 import zlib
 from importlib import metadata
@@ -41,6 +43,7 @@ from usd_repair_verifier import IMPORT_ROOT
 from usd_repair_verifier.regrade.warm import Item, ItemResult, infrastructure_result, time_limit_reason, versions
 
 PROBE_TIMEOUT_S = 120.0        # a node that has not answered its probe by then is refused
+JOIN_TIMEOUT_S = 10.0          # for --ray-address to accept a connection at all
 CAPACITY_REFRESH_S = 2.0       # how often the driver re-reads which nodes are alive
 # The libraries whose version can move a measurement: a node must run the driver's.
 MEASURING_DISTRIBUTIONS = ("usd-core", "numpy", "scipy", "trimesh", "pytest", "pytest-json-report")
@@ -54,6 +57,35 @@ _FINGERPRINT = None   # this process's verifier, as the probe reports it
 
 class NodeRefused(RuntimeError):
     """A node cannot read the inputs, runs another verifier or does not answer: nothing was graded."""
+
+
+class ClusterUnavailable(RuntimeError):
+    """The cluster at --ray-address cannot be joined: nothing was graded."""
+
+
+def join_cluster(ray, address: str) -> None:
+    """`ray.init(address)`, or one line that says why not. Ray itself retries an address where
+    nothing listens for many minutes: the address is tried first (a TCP connection)."""
+    host, _, port = address.split("://")[-1].rpartition(":")
+    if port.isdigit():
+        try:
+            socket.create_connection((host or "127.0.0.1", int(port)), timeout=JOIN_TIMEOUT_S).close()
+        except OSError as error:
+            raise ClusterUnavailable(f"no Ray cluster answers at {address} ({error.strerror or error}): "
+                                     "start one (`ray start --head`) or correct --ray-address") from None
+    try:
+        ray.init(address=address, log_to_driver=False, logging_level="ERROR")
+    except Exception as error:  # noqa: BLE001  Ray raises several kinds here; each ends as one line
+        causes, cause = [], error
+        while cause is not None:
+            causes.append(cause)
+            cause = cause.__cause__ or cause.__context__
+        if any(type(c).__name__ == "AuthenticationError" or "InvalidAuthToken" in str(c) for c in causes):
+            raise ClusterUnavailable(
+                f"the Ray cluster at {address} refused this run's authentication: a cluster that uses tokens "
+                "is joined with RAY_AUTH_MODE=token and its token (~/.ray/auth_token or RAY_AUTH_TOKEN)") from None
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ClusterUnavailable(f"cannot join the Ray cluster at {address}: {first}") from None
 
 
 def _code_digest() -> str:
@@ -165,7 +197,7 @@ class RayEngine:
 
         if not ray.is_initialized():
             if self.address:
-                ray.init(address=self.address, log_to_driver=False, logging_level="ERROR")
+                join_cluster(ray, self.address)
             else:  # a local cluster started on the spot: its workers inherit this environment
                 path = os.pathsep.join(p for p in (str(IMPORT_ROOT), os.environ.get("PYTHONPATH", "")) if p)
                 os.environ["PYTHONPATH"] = path  # so they import this checkout's verifier

@@ -7,7 +7,8 @@ SETUP.json` runs every phase below and prints what it saw as one JSON line.
 2. on the spot: `--engine ray` without an address starts a one-node cluster of its own (even with
    RAY_ADDRESS naming the standing one), grades, cancels an item past its time limit and stops all
    of its cluster when its run ends;
-3. `usdgrade regrade --ray-address` grades a job on both nodes of the standing cluster;
+3. `usdgrade regrade --ray-address` grades a job on both nodes of the standing cluster, and
+   refuses to run with a token that is not the cluster's;
 4. probe: two more nodes join, one that does not mount the job's folder and one that runs another
    verifier (a copy with another version); the same command refuses the run, then they leave;
 5. node death: the second node is killed (its every process at once) while it grades an item.
@@ -21,6 +22,7 @@ import json
 import os
 import secrets
 import shutil
+import subprocess
 import sys
 import threading
 import time
@@ -171,6 +173,14 @@ def run(setup: dict) -> dict:
         outcome["cpus"] = ray.cluster_resources().get("CPU")
         outcome["run"] = command(setup["job"], "--cases", setup["cases"], "--out", str(root / "out"),
                                  "--engine", "ray", "--ray-address", address, "-j", "2")
+        wrong = {**os.environ, "RAY_AUTH_TOKEN": secrets.token_hex(32)}
+        joined = subprocess.run([sys.executable, "-m", "usd_repair_verifier.commands.cli", "regrade", setup["probe_job"],
+                                 "--cases", setup["cases"], "--out", str(root / "wrong-token"), "--engine", "ray",
+                                 "--ray-address", address, "--no-progress"], env=wrong, capture_output=True, text=True,
+                                timeout=300)
+        outcome["wrong_token"] = {"code": joined.returncode, "stderr": joined.stderr,
+                                  "written": sorted(str(p) for p in (root / "wrong-token").rglob("*.json"))}
+        mark("a wrong token refused")
         hidden = Path(setup["probe_job"]).parent
         cluster.join("c", hide=(hidden,))
         cluster.join("d", env={"PYTHONPATH": str(other_verifier(root / "other-verifier"))})

@@ -122,6 +122,28 @@ def test_a_standing_cluster_grades_on_every_node_as_the_warm_grader_does(outcome
     assert written == warm
 
 
+def test_a_cluster_that_cannot_be_joined_is_one_line(outcome, tmp_path):
+    """Nothing listening at --ray-address (Ray itself would retry for many minutes), or a cluster that
+    refuses the run's token: exit 3, one line that says what to do, nothing written."""
+    import socket
+
+    wrong = outcome["wrong_token"]
+    assert wrong["code"] == 3 and wrong["written"] == [], wrong
+    assert "refused this run's authentication" in wrong["stderr"] and "RAY_AUTH_MODE=token" in wrong["stderr"]
+    assert "Traceback" not in wrong["stderr"]
+    with socket.socket() as free:   # a port where nothing listens
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    job = _job(tmp_path / "job", JOB_TRIALS[:1])
+    proc = subprocess.run([sys.executable, "-m", "usd_repair_verifier.commands.cli", "regrade", str(job), "--cases",
+                           str(CASES), "--out", str(tmp_path / "out"), "--engine", "ray", "--ray-address",
+                           f"127.0.0.1:{port}", "--no-progress"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 3 and not (tmp_path / "out").exists(), proc.stderr
+    [line] = [line for line in proc.stderr.splitlines() if line.startswith("regrade: ")]
+    assert line.startswith(f"regrade: no Ray cluster answers at 127.0.0.1:{port} (") and "ray start --head" in line
+    assert "Traceback" not in proc.stderr
+
+
 def test_the_probe_refuses_nodes_without_the_inputs_or_with_another_verifier(outcome):
     """Before anything is graded, one line for each node that cannot grade the run, naming it."""
     ids = outcome["probe_nodes"]
