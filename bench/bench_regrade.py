@@ -133,13 +133,14 @@ def run_on_standing_cluster(job: Path, out: Path, jobs: int, label: str, nodes: 
     from bench.ray_cluster import LocalCluster
 
     folder = Path(tempfile.mkdtemp(prefix=f"{label}-", dir=out.parent))
-    with LocalCluster(folder, namespaces=False) as cluster:
+    with LocalCluster(folder, namespaces=False, health_checks={}) as cluster:   # Ray's own settings, as a team's
         if nodes == 1:
             cluster.start_head(cpus=jobs)
         else:
             cluster.start_head(cpus=0)
             for n in range(nodes):
-                cluster.add_node(f"n{n}", cpus=1)
+                cluster.join(f"n{n}", cpus=1)
+            cluster.wait(*(f"n{n}" for n in range(nodes)))
         return run_engine("ray", job, out, jobs, label=label, extra=("--ray-address", cluster.address),
                           env=cluster.driver_env())
 
