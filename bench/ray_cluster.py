@@ -10,11 +10,13 @@ an empty one: a machine that does not mount the shared inputs.
 
 The head node runs the cluster's control processes (and `cpus` of work: none by default, as on
 many teams' clusters). Nodes start side by side, each once the one before holds its socket names
-(two raylets choosing at once on one machine choose the same ones). The cluster uses token authentication with a token of its own (RAY_AUTH_TOKEN,
-never the user's ~/.ray/auth_token), and its own temporary folder, so that a `ray.init()` elsewhere
-on the machine never finds it. A driver joins with `driver_env()`.
+(two raylets choosing at once on one machine choose the same ones). The cluster uses token
+authentication with a token of its own (RAY_AUTH_TOKEN, never the user's ~/.ray/auth_token) and
+a temporary folder of its own, so that a `ray.init()` elsewhere on the machine never finds it. A
+driver joins with `driver_env()` (or `auth_env()` set before Ray is imported).
 
 Namespaces need root and util-linux's `unshare`; `available()` says why not when they are missing.
+`namespaces=False` starts plain `ray start` processes instead (the bench's standing clusters).
 """
 from __future__ import annotations
 

@@ -112,7 +112,8 @@ def fingerprint() -> dict:
     """What must be equal on every node that grades: versions, grading code, measuring libraries."""
     global _FINGERPRINT
     if _FINGERPRINT is None:
-        found = {**versions(), "grading code": _code_digest()[:16], "python": ".".join(platform.python_version_tuple()[:2])}
+        python = ".".join(platform.python_version_tuple()[:2])
+        found = {**versions(), "grading code": _code_digest()[:16], "python": python}
         for name in MEASURING_DISTRIBUTIONS:
             try:
                 found[name] = metadata.version(name)
