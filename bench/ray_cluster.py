@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 RAY = str(Path(sys.executable).with_name("ray"))
-START_TIMEOUT_S = 120.0
+START_TIMEOUT_S = 300.0   # a node's start on a machine that other work keeps busy
 # How soon the cluster notices a dead node: Ray's defaults check every 3 s and give up after 5
 # failures in a row (about 15 s); here every second and after 3. A dead node's port refuses at once,
 # so it is noticed in about 3 s; a node that is alive but starved of CPU (a busy shared machine)

@@ -2,16 +2,16 @@
 threads and the clusters it starts never enter the test session): `python ray_cluster_driver.py
 SETUP.json` runs every phase below and prints what it saw as one JSON line.
 
-1. standing cluster: a head node and a second node start (bench/ray_cluster.py: each its own
-   process, folder, environment and PID namespace, token authentication);
-2. on the spot: `--engine ray` without an address starts a one-node cluster of its own (even with
-   RAY_ADDRESS naming the standing one), grades, cancels an item past its time limit and stops all
-   of its cluster when its run ends;
-3. `usdgrade regrade --ray-address` grades a job on both nodes of the standing cluster, and
-   refuses to run with a token that is not the cluster's;
-4. probe: two more nodes join, one that does not mount the job's folder and one that runs another
-   verifier (a copy with another version); the same command refuses the run, then they leave;
-5. node death: the second node is killed (its every process at once) while it grades an item.
+1. standing cluster: a head node, then three more nodes (bench/ray_cluster.py: each its own
+   process, folder, environment and PID namespace, token authentication): node a, node c, which
+   does not mount the probe job's folder, and node d, which runs another verifier (a copy with
+   another version); meanwhile a driver with a token that is not the cluster's is refused;
+2. on the spot (while the nodes start): `--engine ray` without an address starts a one-node
+   cluster of its own (even with RAY_ADDRESS naming the standing one), grades, cancels an item
+   past its time limit and stops all of its cluster when its run ends;
+3. probe: `usdgrade regrade --ray-address` refuses the run, naming c and d; they leave;
+4. `usdgrade regrade --ray-address` grades a job on the head and node a;
+5. node death: node a is killed (its every process at once) while it grades an item.
 Each phase's items are small cases, so that the phases cost Ray's start-up and little else.
 """
 from __future__ import annotations
@@ -151,6 +151,8 @@ def node_death(cluster: LocalCluster, setup: dict) -> dict:
 
 
 def run(setup: dict) -> dict:
+    """The phases, overlapped where they do not meet: the nodes start while the cluster started on
+    the spot is tested and a driver with the wrong token is refused."""
     root = Path(setup["root"])
     outcome = {}
     started, timeline = time.monotonic(), {}
@@ -161,39 +163,40 @@ def run(setup: dict) -> dict:
 
     with LocalCluster(root / "cluster", token=os.environ["RAY_AUTH_TOKEN"]) as cluster:
         cluster.start_head(cpus=1)
-        cluster.join("a", env={"USDGRADE_TEST_VICTIM": "1"})
         mark("head up")
         address = cluster.address
-        outcome["spot"] = on_the_spot(setup, address)   # while node a starts
-        mark("on the spot")
-        cluster.wait("a")
-        mark("node a up")
-        ray.init(address=address, log_to_driver=False, logging_level="ERROR")
-        outcome["nodes"] = node_ids()
-        outcome["cpus"] = ray.cluster_resources().get("CPU")
-        outcome["run"] = command(setup["job"], "--cases", setup["cases"], "--out", str(root / "out"),
-                                 "--engine", "ray", "--ray-address", address, "-j", "2")
-        wrong = {**os.environ, "RAY_AUTH_TOKEN": secrets.token_hex(32)}
-        joined = subprocess.run([sys.executable, "-m", "usd_repair_verifier.commands.cli", "regrade", setup["probe_job"],
-                                 "--cases", setup["cases"], "--out", str(root / "wrong-token"), "--engine", "ray",
-                                 "--ray-address", address, "--no-progress"], env=wrong, capture_output=True, text=True,
-                                timeout=300)
-        outcome["wrong_token"] = {"code": joined.returncode, "stderr": joined.stderr,
-                                  "written": sorted(str(p) for p in (root / "wrong-token").rglob("*.json"))}
-        mark("a wrong token refused")
-        hidden = Path(setup["probe_job"]).parent
-        cluster.join("c", hide=(hidden,))
+        wrong_token = subprocess.Popen(
+            [sys.executable, "-m", "usd_repair_verifier.commands.cli", "regrade", setup["probe_job"], "--cases",
+             setup["cases"], "--out", str(root / "wrong-token"), "--engine", "ray", "--ray-address", address,
+             "--no-progress"], env={**os.environ, "RAY_AUTH_TOKEN": secrets.token_hex(32)},
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        cluster.join("a", env={"USDGRADE_TEST_VICTIM": "1"})
+        cluster.join("c", hide=(Path(setup["probe_job"]).parent,))
         cluster.join("d", env={"PYTHONPATH": str(other_verifier(root / "other-verifier"))})
-        cluster.wait("c", "d")
-        mark("command; nodes c and d up")
+        outcome["spot"] = on_the_spot(setup, address)
+        mark("on the spot")
+        cluster.wait("a", "c", "d")
+        mark("nodes a, c, d up")
+        ray.init(address=address, log_to_driver=False, logging_level="ERROR")
         outcome["probe_nodes"] = node_ids()
         outcome["refused"] = command(setup["probe_job"], "--cases", setup["cases"], "--out", str(root / "refused"),
                                      "--engine", "ray", "--ray-address", address, "-j", "2")
         outcome["refused"]["written"] = sorted(str(p) for p in (root / "refused").rglob("*.json"))
         cluster.remove("c", "d")
+        deadline = time.monotonic() + 60
+        while {"c", "d"} & set(node_ids()) and time.monotonic() < deadline:   # the cluster's view follows
+            time.sleep(0.1)
         mark("probe refused; c and d gone")
+        outcome["nodes"] = node_ids()
+        outcome["cpus"] = ray.cluster_resources().get("CPU")
+        outcome["run"] = command(setup["job"], "--cases", setup["cases"], "--out", str(root / "out"),
+                                 "--engine", "ray", "--ray-address", address, "-j", "2")
+        mark("command")
         outcome["death"] = node_death(cluster, setup)
         mark("node death")
+        stderr = wrong_token.communicate(timeout=300)[1]
+        outcome["wrong_token"] = {"code": wrong_token.returncode, "stderr": stderr,
+                                  "written": sorted(str(p) for p in (root / "wrong-token").rglob("*.json"))}
         ray.shutdown()
     mark("stopped")
     return outcome
