@@ -153,7 +153,7 @@ def test_the_probe_refuses_nodes_without_the_inputs_or_with_another_verifier(out
     assert "regrade: 2 of 4 Ray nodes cannot grade this run; nothing was graded:" in lines, lines
     [hidden] = [line for line in lines if ids["c"] in line]
     [other] = [line for line in lines if ids["d"] in line]
-    assert "cannot read 2 of 3 input folders" in hidden and "probe" in hidden
+    assert "cannot read 2 of 3 input folders" in hidden
     assert "every node mounts at the same path" in hidden
     assert "runs another verifier: verifier_version 0.0.0-not-upgraded-0.1.0 (this driver: 0.1.0)" in other, other
     assert "grading code" in other   # the copy's code differs too (its version line)
@@ -172,7 +172,8 @@ def test_a_node_that_dies_mid_run_loses_no_grade(outcome):
     [stalled] = [key for key, runs in ledger.items() if runs[0][0] == ids["a"] and len(runs) == 2]
     assert ledger[stalled] == [[ids["a"], "1"], [ids["head"], "2"]]
     assert results[stalled]["node"] == ids["head"] and results[stalled]["attempts"] == 2
-    assert results[stalled]["status"] == "graded" and results[stalled]["reward"] == (1.0 if int(stalled[5]) % 2 == 0 else 0.0)
+    reference = int(stalled.split("-")[1]) % 2 == 0   # the items alternate the case's reference and input
+    assert results[stalled]["status"] == "graded" and results[stalled]["reward"] == (1.0 if reference else 0.0)
     finished_on_a = [key for key, r in results.items() if r["node"] == ids["a"]]
     assert finished_on_a, "node a graded nothing before it died"
     for key in finished_on_a:
@@ -184,7 +185,6 @@ def test_a_node_that_dies_mid_run_loses_no_grade(outcome):
         if key not in (stalled, crash["key"]):
             assert len(ledger[key]) == 1 and r["status"] == "graded" and r["attempts"] == 1, (key, r, ledger[key])
     assert death["dead_noticed_s"] is not None and sorted(death["alive_after"]) == ["head"], death
-
 
 
 def test_a_grade_from_a_node_that_joined_with_another_verifier_is_never_kept():
