@@ -16,7 +16,8 @@ Which checks read which property comes from the family table (profiles/families.
   `scope`: the prims a body owns, the transforms above a joint's bodies, or (instead) the
   materials bound to the part or to the body's colliders.
 
-A problem the reference itself has at the same prim path is not the candidate's.
+A problem the reference itself has on the same element (found through the correspondence, so
+renamed namespaces keep it) is not the candidate's.
 """
 from __future__ import annotations
 
@@ -63,28 +64,29 @@ def _ancestor_or_self(prim: str, element: str) -> bool:
     return element == prim or element.startswith(prim.rstrip("/") + "/")
 
 
-def _relevant_prim(cmp: Comparison, scope: str, element: str, prim: str, attribute: str) -> bool:
+def _relevant_prim(side, scope: str, element: str, prim: str, attribute: str) -> bool:
+    """Does an authoring problem at `prim` feed a check of `element` on `side` (a snapshot),
+    given the family's scope?"""
     if scope == "bound_materials":
-        return _material_prim(cmp, element, prim)
+        return _material_prim(side, element, prim)
     if _ancestor_or_self(prim, element):
         return True
     if scope == "body_prims":
-        return owner_body(prim, set(cmp.candidate.bodies)) == element
+        return owner_body(prim, set(side.bodies)) == element
     if scope == "joint_bodies" and attribute == TRANSFORM:  # a joint's frames follow its bodies
-        joint = cmp.candidate.joints.get(element)
+        joint = side.joints.get(element)
         return joint is not None and any(b is not None and _ancestor_or_self(prim, b) for b in (joint.body0, joint.body1))
     return False
 
 
-def _material_prim(cmp: Comparison, element: str, prim: str) -> bool:
+def _material_prim(side, element: str, prim: str) -> bool:
     """A part (or a prim above it: inherited primvars) and its bound material; a body's
     colliders and their physics materials."""
-    candidate = cmp.candidate
-    part = candidate.components.get(element)
+    part = side.components.get(element)
     if part is not None:
         material = getattr(part.material, "path", None)
         return _ancestor_or_self(prim, element) or (material is not None and _ancestor_or_self(material, prim))
-    for collider in candidate.body_colliders(element):
+    for collider in side.body_colliders(element):
         material = getattr(collider.material, "path", None)
         if _ancestor_or_self(prim, collider.path) or (material is not None and _ancestor_or_self(material, prim)):
             return True
@@ -95,13 +97,17 @@ def problems_for(cmp: Comparison, family: table.Family, measure: table.Measure, 
     element = candidate_element(cmp, measure, target)
     if element is None:
         return []
-    reference = cmp.reference.authoring_problems
+    # The reference's own problems on the same element (through the correspondence, not by path)
+    # are not the candidate's: the reference defines healthy.
+    own = {(attribute, why) for prim, items in cmp.reference.authoring_problems.items() for attribute, why in items
+           if family.name in families_of(attribute) and _relevant_prim(cmp.reference, family.scope, target, prim,
+                                                                         attribute)}
     found = []
     for prim, items in cmp.candidate.authoring_problems.items():
         for attribute, why in items:
-            if family.name not in families_of(attribute) or (attribute, why) in reference.get(prim, ()):
+            if family.name not in families_of(attribute) or (attribute, why) in own:
                 continue
-            if _relevant_prim(cmp, family.scope, element, prim, attribute):
+            if _relevant_prim(cmp.candidate, family.scope, element, prim, attribute):
                 found.append(f"{prim}.{attribute}: {why}")
     return found
 

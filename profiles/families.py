@@ -176,7 +176,7 @@ FAMILIES: tuple[Family, ...] = (
         # A visible part moved or reshaped also moves or reshapes its body's collision and mass
         # (when the part is also a collider, or its body's mass comes from its geometry).
         (Measure("placement", "component", "all_bodies", None,
-                 ("geometry_position_m", "geometry_angle_deg", "geometry_shape_m"), knock_on=(
+                 ("geometry_position_m", "geometry_angle_deg"), knock_on=(
                      KnockOn("owner_body", "collision"), KnockOn("owner_body", "mass"),
                      KnockOn("owner_body", "material", ("physics",)))),
          # A part scaled about its origin also moves its centroid.
@@ -197,7 +197,7 @@ FAMILIES: tuple[Family, ...] = (
         # A removed collider has no physics material left to compare.
         (Measure("coverage", "body", "all_bodies", "collision_support", ("collision_margin_m", "collision_coverage"),
                  knock_on=(MOVES_MASS, KnockOn("same", "material", ("physics",)))),
-         Measure("free_space", "body", "all_bodies", None, ("collision_free_space",),
+         Measure("free_space", "body", "all_bodies", "collision_support", ("collision_free_space", "collision_margin_m"),
                  knock_on=(MOVES_MASS, KnockOn("same", "material", ("physics",))))),
         {"collision_margin_m": 1e-3, "collision_coverage": 0.02, "collision_free_space": 0.05},
         (FaultKind("collision_removed", "body", (("collision", "coverage"),),

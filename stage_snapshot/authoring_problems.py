@@ -11,7 +11,7 @@ attributes by suffix), runs the typed reader (`typed_read.read`). It also record
   authored as a default under broken time samples is such a property;
 * a prim transform that is not finite, or that differs between default and start time.
 
-The result maps a prim path to ((attribute, reason), ...). `usd_repair_verifier.checks.authoring` turns the
+The result maps a prim path to ((attribute, reason), ...). `usd_repair_verifier.checks.authoring_errors` turns the
 candidate's problems into a failing component of every check that reads the property.
 """
 from __future__ import annotations
