@@ -232,7 +232,7 @@ def component_text(name: str, c: ComponentResult, input_error: bool = False, com
     details, a gate's reason): the values only when they are short, no stage units."""
     if name == "authoring":
         return str(c.candidate)
-    if compact and not (_short(c.reference) and _short(c.candidate)):
+    if (compact and not (_short(c.reference) and _short(c.candidate))) or (c.reference is None and c.candidate is None):
         values = ""
     else:
         values = f"reference {_value(c.reference, c.value_unit)}, candidate {_value(c.candidate, c.value_unit)}"
