@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics, Vt
 
@@ -183,6 +183,9 @@ def test_the_healthy_asset_has_no_authoring_problem_and_grades_clean(reference):
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(site=st.sampled_from(SITES), typed=TYPED_VALUES)
+# A point at infinity gives the body an infinite extent, whose ratio to a finite one once raised
+# in the correspondence's cost (found by this test, kept as a fixed example).
+@example(site=(MESH, "points"), typed=(Sdf.ValueTypeNames.Point3fArray, Vt.Vec3fArray([(0.0, 0.0, math.inf)])))
 def test_any_value_on_any_read_attribute_never_raises_and_is_graded(reference, site, typed):
     prim, name = site
     type_name, raw = typed
