@@ -117,13 +117,14 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--freeze-all", action="store_true")
     parser.add_argument("--physical", metavar="CASE", choices=sorted(ROBOT_CASES))
     args = parser.parse_args(argv)
+    args.started = datetime.date.today().isoformat()   # one file, even for a run past midnight
     case_of: dict[str, str] = {}
     for case, (robot, _) in ROBOT_CASES.items():
         if case not in REFERENCE_LAYERS:   # the robot as converted
             case_of.setdefault(robot, case)
     robots = sorted(case_of, key=lambda r: -sum(p.stat().st_size for p in (CASES / case_of[r] / "reference").rglob("*")
                                                  if p.is_file()))
-    lines = [f"# Real-robot fixtures: cost and equivalents, {datetime.date.today().isoformat()}", "",
+    lines = [f"# Real-robot fixtures: cost and equivalents, {args.started}", "",
              f"`python bench/bench_robots.py{' --quick' if args.quick else ''}`; load average at the start "
              f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores.", "",
              "| robot | grade (s) | peak (MB) | reference snapshot (s) | tests (s) | reward | freeze (s) |",
@@ -158,7 +159,7 @@ def write(args, lines: list[str], rows: dict, robots: list[str], after: list[str
         lines += [f"| {r} | " + " | ".join(str(rows[r][n]) for n in names) + " |" for r in robots if r in rows]
     lines += list(after)
     RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / f"robots-{datetime.date.today().isoformat()}{'-quick' if args.quick else ''}.md"
+    path = RESULTS / f"robots-{args.started}{'-quick' if args.quick else ''}.md"
     path.write_text("\n".join(lines) + "\n")
     print(f"wrote {path.relative_to(ROOT)}")
 

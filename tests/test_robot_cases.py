@@ -41,6 +41,9 @@ EQUIVALENT_ROBOTS = {
 }
 HOSTILES = [   # (robot, how): one healthy body collider changed
     ("so100", "grown"), ("hyq", "moved"), ("xarm7", "approximation"), ("icub", "bounding_sphere"),
+    # hyq's first mesh collider is lf_upperleg's, whose visible part its case reshapes: the
+    # collider is healthy all the same (graded 0.99 when the fault exempted its free space)
+    ("hyq", "approximation"),
 ]
 
 
