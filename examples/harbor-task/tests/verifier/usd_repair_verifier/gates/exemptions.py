@@ -4,8 +4,9 @@ A fault's own checks grade its properties; every other property of a targeted el
 is preserved like a healthy one, so damaging it is never free. The exemptions are the
 (family, measure, target) triples of the profile's checks, plus the knock-on effects
 a fault cannot avoid:
-- a visible part moved or reshaped also moves or reshapes its body's collision and mass
-  (when the part is also a collider, or its body's mass comes from its geometry);
+- a visible part moved or reshaped also moves its body's collision coverage (the share of the
+  visible surface inside the colliders), and its free space and mass when the part is also a
+  collider (or its body's mass comes from its geometry);
 - a body disabled or made kinematic is no longer a dynamic body for the UsdPhysics
   parser, so the joints attached to it resolve differently (their graph and state);
 - any fault on a body (its state, mass, collision or physics material) moves its mass
@@ -44,7 +45,9 @@ def exempt_keys(profile: Profile, cmp: Comparison) -> frozenset[Key]:
             component = cmp.reference.components.get(target)
             body = component.body if component is not None else None
             if body is not None:
-                keys |= {("collision", "coverage", body), ("collision", "free_space", body)}
+                keys.add(("collision", "coverage", body))       # the visible surface it measures moved
+                if target in cmp.reference.colliders:           # free space is the colliders' alone
+                    keys.add(("collision", "free_space", body))
                 keys |= {("mass", m, body) for m in MASS} | {("material", "physics", body)}
         elif family == "collision":
             keys.add(("material", "physics", target))   # a removed collider has no material to compare
