@@ -9,7 +9,7 @@ For every robot of fixtures/robots (its case in fixtures/robot_cases):
            on the case's reference, in a child: wall time, peak resident memory of the whole
            grade (/usr/bin/time), and from grade.json "timings" the reference's snapshot and the
            checks' calls
-  freeze   `authoring.freeze.freeze` of the robot's case (inject, measure, and the self-check's two
+  freeze   `usd_repair_verifier.authoring.freeze.freeze` of the robot's case (inject, measure, and the self-check's two
            grades), in a child, for the largest robot (every robot with --freeze-all)
   matrix   every mesh equivalent of tests/mesh_variants.py that applies to the robot graded in
            this process against the robot's case (must be 1.0), and every hostile collider change
