@@ -34,6 +34,10 @@ from usd_repair_verifier.regrade.sources import (DEFAULT_SUBMISSION_IN, Stored, 
 from usd_repair_verifier.regrade.warm import Item, ItemResult
 
 VERSION_LABEL = f"scoring-{SCORING_VERSION}_verifier-{VERIFIER_VERSION}"
+# Job folders' new grades (and re-frozen cases) go here unless --out says otherwise: a folder of
+# the current directory's, never inside the verifier's code or an input (scoring/outputs.py).
+DEFAULT_OUT = "regrade-out"
+COMMAND = "regrade"
 MOVED = 1e-9          # a reward change smaller than this is float noise, not a move
 MOVERS_SHOWN = 5
 
@@ -161,7 +165,9 @@ def run(args: argparse.Namespace) -> int:
     items = [Item(s.key, str(s.case), str(s.submission), str(s.trajectory) if s.trajectory else None) for s in todo]
     outcomes: list[Outcome] = []   # small: the grades themselves are written, not kept
     started = time.monotonic()
-    with _progress(len(items), not args.no_progress) as bar:
+    from usd_repair_verifier.scoring.progress import on_terminal
+
+    with _progress(len(items), not args.no_progress and on_terminal()) as bar:
         for result in _engine(args).run(items):
             stored_item = by_key[result.key]
             sink.write(stored_item, result)
@@ -220,10 +226,13 @@ def add_parser(sub) -> None:
     p.add_argument("jobs", nargs="*", help="Harbor job folders (or single trial folders)")
     p.add_argument("--db", help="the episode records store's URL, instead of job folders")
     p.add_argument("--cases", required=True, help="folder of cases (CASES/<id>/ or Harbor task folders)")
-    p.add_argument("--out", default="regrade", help="job folders: where new grades go (OUT/<version>/<job>/<trial>/)")
+    p.add_argument("--out", default=None,
+                   help=f"job folders: where new grades go, OUT/<version>/<job>/<trial>/ (default: {DEFAULT_OUT}/ here; "
+                        "an earlier run's OUT resumes)")
     p.add_argument("--submission-in", default=DEFAULT_SUBMISSION_IN, help="the submission inside a trial folder")
     p.add_argument("--submissions-root", help="the store: folder holding the trial folders, when they moved")
-    p.add_argument("--engine", choices=("local", "ray"), default="local")
+    p.add_argument("--engine", choices=("local", "ray"), default="local",
+                   help="local: a pool of warm workers on this machine; ray: Ray tasks (pip install -e '.[ray]')")
     p.add_argument("-j", type=int, default=os.cpu_count() or 1, help="workers (default: the machine's cores)")
     p.add_argument("--ray-address", help="an existing Ray cluster (default: a local one started on the spot)")
     p.add_argument("--time-limit", type=float, default=540.0, help="seconds per item; past it an infrastructure error")
@@ -232,8 +241,25 @@ def add_parser(sub) -> None:
                    help="select by model, task, status or version (of the earlier grade: SCORING+VERIFIER)")
     p.add_argument("--refreeze", action="store_true", help="re-freeze cases frozen by an older scoring version")
     p.add_argument("--log-dir", help="local engine: keep each worker's pytest output here")
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress bar (none is drawn anyway when stderr is not a terminal)")
     p.set_defaults(run=_command)
+
+
+def claim_out(args: argparse.Namespace) -> None:
+    """OUT holds grades of earlier runs of this command (they resume) or nothing: never another
+    command's or a person's files, never inside a job folder, the cases or the verifier."""
+    from usd_repair_verifier.scoring.outputs import claim_folder, mark
+
+    if args.out is None:
+        args.out = DEFAULT_OUT
+    db_file = args.db if args.db and "://" not in args.db else None
+    inputs = [*(("job folder", job) for job in args.jobs), ("cases folder", args.cases),
+              ("submissions root", args.submissions_root), ("records store", db_file)]
+    claim_folder(Path(args.out), COMMAND, inputs, resume=True)
+    if not args.db or args.refreeze:     # --db without --refreeze writes only to the store
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        mark(Path(args.out), COMMAND)
 
 
 def _command(args: argparse.Namespace) -> int:
@@ -243,7 +269,12 @@ def _command(args: argparse.Namespace) -> int:
     if args.j < 1:
         print("-j must be at least 1", file=sys.stderr)
         return 2
+    missing = [p for p in (*args.jobs, args.cases, args.submissions_root) if p and not Path(p).is_dir()]
+    if missing:
+        print(f"regrade: {missing[0]} is not a folder", file=sys.stderr)
+        return 2
     try:
+        claim_out(args)
         return run(args)
     except ValueError as error:  # a bad selection or output folder
         print(f"regrade: {error}", file=sys.stderr)

@@ -140,8 +140,11 @@ def pytest_configure(config: pytest.Config) -> None:
     if not submission or not out:
         raise pytest.UsageError("--case needs --submission DIR and --out OUT")
     state = RunState(Path(case_dir).resolve(), Path(submission).absolute(), Path(out).resolve(), time.time())
-    if outputs.inside(state.out, state.submission):
-        raise pytest.UsageError(f"--out {out} lies inside the submission {submission}")
+    try:  # never inside the submission, the case or the verifier (scoring/outputs.py)
+        outputs.check_grade_output(state.out, submission=state.submission, case=state.case_dir,
+                                   inputs=[("trajectory", config.getoption("trajectory"))])
+    except outputs.OutputRefused as error:
+        raise pytest.UsageError(str(error)) from None
 
     # json-report is our record of every test; our own files are the outputs.
     config.option.json_report = True
