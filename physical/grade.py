@@ -92,7 +92,7 @@ def run_physical(case: Path, submission: Path, out: Path, *, python: list[str] |
     (a fresh one); None: this interpreter, forked from the runtime server when one runs."""
     started = time.monotonic()
     case, submission, out = Path(case), Path(submission), Path(out)
-    prepare_separate_output(out, submission, PHYSICAL_FILE)
+    prepare_separate_output(out, submission, PHYSICAL_FILE, [("case", case)])
     record: dict = {
         "record_version": RECORD_VERSION, "status": None, "reason": None,
         "case": str(case), "submission": str(submission),

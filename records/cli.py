@@ -56,19 +56,35 @@ def ingest_command(args: argparse.Namespace) -> int:
 
 
 def report_command(args: argparse.Namespace) -> int:
+    from usd_repair_verifier.scoring.outputs import OutputRefused, claim_folder, replace_folder, staging_folder
+
     from .report import write_report
 
+    out = Path(args.out)
+    store_file = (args.db or "records.sqlite").removeprefix("sqlite:///") if "://" not in (args.db or "") or \
+        args.db.startswith("sqlite:///") else None
+    try:  # the report's folder: new, or (--force) an earlier report; never anything else (scoring/outputs.py)
+        claim_folder(out, "records report", [("records store", store_file)], force=args.force)
+    except OutputRefused as error:
+        print(str(error), file=sys.stderr)
+        return 2
     store = _open(args.db)
     if store is None:
         return 2
+    import shutil
+
     import sqlalchemy.exc
 
+    staging = staging_folder(out)
     try:
         with store:
-            tables = write_report(store, Path(args.out), scoring_version=args.scoring_version,
+            tables = write_report(store, staging, scoring_version=args.scoring_version,
                                   verifier_version=args.verifier_version)
+        replace_folder(staging, out, "records report")
     except sqlalchemy.exc.SQLAlchemyError as error:
         return _database_failed(error)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     print(f"wrote {Path(args.out) / 'report.html'} ({len(tables['episodes'])} episodes, "
           f"{len(tables['leaderboard'])} model/agent rows), report.md, CSV tables and {len(tables['figures'])} figure files")
     return 0
@@ -98,13 +114,16 @@ def add_parser(sub) -> None:
     verbs = records.add_subparsers(dest="records_command", required=True)
 
     p = verbs.add_parser("ingest", help="read Harbor job/trial folders or grade folders into the store")
-    p.add_argument("folders", nargs="+", metavar="JOB_DIR")
+    p.add_argument("folders", nargs="+", metavar="JOB_DIR",
+                   help="Harbor job folders, trial folders or folders of grades (grade.json)")
     p.add_argument("--db", default=None, help=DB_HELP)
     p.set_defaults(run=ingest_command)
 
     p = verbs.add_parser("report", help="write the results report (HTML, Markdown, CSV, figures)")
     p.add_argument("--db", default=None, help=DB_HELP)
-    p.add_argument("--out", required=True)
+    p.add_argument("--out", required=True, metavar="DIR", help="the report's folder (a new one, or --force)")
+    p.add_argument("--force", action="store_true",
+                   help="replace an earlier report written by this command (never a folder it did not write)")
     p.add_argument("--scoring-version", default=None, help="only grades of this scoring version")
     p.add_argument("--verifier-version", default=None, help="only grades of this verifier version")
     p.set_defaults(run=report_command)

@@ -37,6 +37,7 @@ from usd_repair_verifier.gates.validity import ResourceLimits, timed_validity
 from usd_repair_verifier.profiles.case import Case, CaseError, load_case
 
 from . import outputs, report
+from .measured_failures import MeasuredFailures
 from .reward import INFRASTRUCTURE_EXIT, OUTCOMES, Expected, apply_closed_book, decide, records_from_report
 from .work_share import WORKER_INPUT_KEY, LocalWork, SharedWork
 
@@ -156,6 +157,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if not any(Path(a.split("::")[0]).resolve() == GATES_DIR for a in config.args):
         config.args.append(str(GATES_DIR))
 
+    config.pluginmanager.register(MeasuredFailures(), "usdgrade-measured-failures")  # one line per failing check
     if not is_worker(config):
         config.pluginmanager.register(ReportReceiver(state), RECEIVER)
         outputs.remove_stale(state.out)
@@ -380,7 +382,11 @@ def pytest_plugin_registered(plugin, manager) -> None:
         return
 
     def guarded(conftestpath, *a, **k):
-        if not Path(conftestpath).resolve().is_relative_to(VERIFIER_FOLDER.resolve()):
+        path = Path(conftestpath).resolve()
+        # The checkout's root conftest only registers this plugin, which is registered already: run
+        # from another folder, pytest would refuse its pytest_plugins (not the top-level conftest).
+        own_root = path == VERIFIER_FOLDER.resolve() / "conftest.py" and manager.get_plugin(str(conftestpath)) is None
+        if own_root or not path.is_relative_to(VERIFIER_FOLDER.resolve()):
             import types
 
             return types.ModuleType(f"refused_conftest_{abs(hash(str(conftestpath)))}")

@@ -29,11 +29,16 @@ TRUTHY = {"1", "true", "yes", "on"}
 RECORD_VERSION = "2"
 
 
-def _authorized(flag: bool, env) -> dict:
+FAKE_JUDGE = "--judge fake"
+
+
+def _authorized(flag: bool, env, fake_judge: bool = False) -> dict:
     if flag:
         return {"authorized": True, "source": "--authorize"}
     if str(env.get(AUTHORIZE_ENV, "")).strip().lower() in TRUTHY:
         return {"authorized": True, "source": AUTHORIZE_ENV}
+    if fake_judge:   # a dry run: no image leaves this machine, so there is nothing to authorize
+        return {"authorized": True, "source": FAKE_JUDGE}
     return {"authorized": False, "source": None}
 
 
@@ -78,7 +83,8 @@ def run_visual(case: Path, submission: Path, grade_path: Path, out: Path, *, aut
     """
     env = os.environ if env is None else env
     case, submission, out = Path(case), Path(submission), Path(out)
-    prepare_separate_output(out, submission, VISUAL_FILE)
+    prepare_separate_output(out, submission, VISUAL_FILE, [("case", case), ("grade", grade_path),
+                                                          ("rubric", rubric_path), ("judge cache", cache_dir)])
     stale = out / RENDER_DIR                  # renders of an earlier run are never left beside a new record
     if stale.is_dir() and not stale.is_symlink():
         for old in stale.glob("*.png"):
@@ -213,8 +219,9 @@ def _grade(run: _Run, *, authorize, judge, judge_kind, judge_model, votes, rubri
     loaded, finished = _check_inputs(run, case, submission, Path(record["grade_json"]))
     if finished:
         return finished
-    # 3. explicit authorization: images go to an outside service and cost money
-    record["authorization"] = _authorized(authorize, env)
+    # 3. explicit authorization: images go to an outside service and cost money (not the fake judge's)
+    fake = getattr(judge, "kind", None) == "fake" if judge is not None else judge_kind == "fake"
+    record["authorization"] = _authorized(authorize, env, fake)
     if not record["authorization"]["authorized"]:
         return run.finish("not_authorized", f"the visual grade sends images to an outside judge: pass --authorize "
                                             f"or set {AUTHORIZE_ENV}=1")
