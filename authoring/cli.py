@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from usd_repair_verifier.scoring.outputs import OutputRefused, check_placement, claim_folder
-from usd_repair_verifier.scoring.progress import labelled
+from usd_repair_verifier.scoring.progress import labelled, working
 
 from usd_repair_verifier.authoring import usd_messages
 
@@ -276,15 +276,17 @@ def freeze_command(args: argparse.Namespace) -> int:
     said = usd_messages.Captured()
     try:
         with usd_messages.captured() as said:
-            faults, lines = faults_for_freeze(reference, input_, args.faults)
+            with working("freeze: comparing the input with the reference"):
+                faults, lines = faults_for_freeze(reference, input_, args.faults)
             print("\n".join(lines))
             if not faults:
                 return fail("refusing to freeze: the input does not differ from the reference in anything measured",
                             REFUSED)
-            profile = freeze(args.id or out.name, reference, input_, out, faults,
-                             progress=labelled("grading reference and input", "grade"),
-                             closed_book=getattr(args, "closed_book", False),
-                             preserved_namespaces=tuple(getattr(args, "preserve_namespace", None) or ()))
+            with working("freeze: measuring the input's errors, then grading reference and input"):
+                profile = freeze(args.id or out.name, reference, input_, out, faults,
+                                 progress=labelled("grading reference and input", "grade"),
+                                 closed_book=getattr(args, "closed_book", False),
+                                 preserved_namespaces=tuple(getattr(args, "preserve_namespace", None) or ()))
     except ValueError as error:   # a --faults file or a manifest that cannot be used
         return fail(str(error))
     except FreezeRefused as error:

@@ -21,6 +21,7 @@ from usd_repair_verifier import IMPORT_ROOT
 from usd_repair_verifier.gates.validity.fork import kill_group
 from usd_repair_verifier.profiles.digest import tree_digest
 from usd_repair_verifier.scoring.outputs import prepare_separate_output, write_json
+from usd_repair_verifier.scoring.progress import working
 
 from . import runtime_server
 from .results import PROPERTIES, TESTS, nulls
@@ -199,9 +200,13 @@ def _run_session(python: list[str] | None, reference_root: Path, candidate_root:
                 "-p", "no:randomly", "-p", "no:xdist"]
         server = runtime_server.server_for(env) if python is None else None
         t0 = time.monotonic()
+        cache = Path(env[CACHE_ENV])
+        first = not cache.is_dir() or not any(cache.iterdir())
+        note = "the first run compiles the engine's kernels, about a minute" if first else "about 5 to 10 s"
         # cwd: the temporary folder, where MuJoCo writes its MUJOCO_LOG.TXT on a refusal
-        exit_code, output, forked = (_forked_session(server, args, env, tmp) if server is not None else
-                                     _fresh_session([*(python or [sys.executable]), "-m", "pytest", *args], env, tmp))
+        with working("physical: runtime tests of reference and candidate in Newton", note):
+            exit_code, output, forked = (_forked_session(server, args, env, tmp) if server is not None else
+                                         _fresh_session([*(python or [sys.executable]), "-m", "pytest", *args], env, tmp))
         record["timings"]["runtime_session_s"] = round(time.monotonic() - t0, 3)
         record["runtime_session"] = {"argv": ["-m", "pytest", *args], "exit_code": exit_code,
                                      "output_tail": _tail(output), "forked": forked}

@@ -46,7 +46,8 @@ class FolderSink:
     """Grades written next to, never into, the job folders: OUT/<version>/<key>/."""
 
     def __init__(self, out: Path):
-        self.root = Path(out) / VERSION_LABEL
+        self.out = Path(out)
+        self.root = self.out / VERSION_LABEL
 
     def folder(self, stored: Stored) -> Path:
         return self.root / stored.key
@@ -60,6 +61,7 @@ class FolderSink:
         folder = self.folder(stored)
         if inside(folder, stored.submission):
             raise ValueError(f"{folder} lies inside the submission {stored.submission}")
+        ensure_out(self.out)
         folder.mkdir(parents=True, exist_ok=True)
         # reward.json first: grade.json, written last, is what marks the item done.
         for name, text in ((REWARD_FILE, result.reward_text), (GRADE_FILE, result.grade_text)):
@@ -87,6 +89,7 @@ def refreeze(case: Path, cases_out: Path) -> tuple[Path | None, str | None]:
     target = cases_out / old.id
     if (target / "profile.json").is_file():
         return target, None  # re-frozen by an earlier (interrupted) run of this version
+    ensure_out(cases_out.parent.parent)
     try:
         freeze(old.id, case / "reference", case / "input", target, list(old.faults), tolerances=old.tolerances,
                sampling=old.sampling, limits=old.limits, version=f"{old.version}+scoring-{SCORING_VERSION}",
@@ -249,7 +252,7 @@ def add_parser(sub) -> None:
 def claim_out(args: argparse.Namespace) -> None:
     """OUT holds grades of earlier runs of this command (they resume) or nothing: never another
     command's or a person's files, never inside a job folder, the cases or the verifier."""
-    from usd_repair_verifier.scoring.outputs import claim_folder, mark
+    from usd_repair_verifier.scoring.outputs import claim_folder
 
     if args.out is None:
         args.out = DEFAULT_OUT
@@ -257,9 +260,16 @@ def claim_out(args: argparse.Namespace) -> None:
     inputs = [*(("job folder", job) for job in args.jobs), ("cases folder", args.cases),
               ("submissions root", args.submissions_root), ("records store", db_file)]
     claim_folder(Path(args.out), COMMAND, inputs, resume=True)
-    if not args.db or args.refreeze:     # --db without --refreeze writes only to the store
-        Path(args.out).mkdir(parents=True, exist_ok=True)
-        mark(Path(args.out), COMMAND)
+
+
+def ensure_out(out: Path) -> Path:
+    """OUT made and marked as this command's when the first thing is written there."""
+    from usd_repair_verifier.scoring.outputs import MARK_FILE, mark
+
+    if not (out / MARK_FILE).is_file():
+        out.mkdir(parents=True, exist_ok=True)
+        mark(out, COMMAND)
+    return out
 
 
 def _command(args: argparse.Namespace) -> int:

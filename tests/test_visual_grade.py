@@ -425,7 +425,7 @@ def test_bytes_changed_while_rendering_are_an_error(graded, tmp_path, monkeypatc
 def test_a_verifier_fault_still_writes_visual_json(graded, tmp_path, monkeypatch):
     from usd_repair_verifier.visual import grade
 
-    monkeypatch.setattr(grade, "_authorized", lambda flag, env: 1 / 0)
+    monkeypatch.setattr(grade, "_authorized", lambda *args: 1 / 0)
     record = run_visual(CASE, CASE / "reference", graded, tmp_path / "out", authorize=True, judge_kind="fake",
                         env=NO_ENV)
     assert record["status"] == "error" and "verifier fault: ZeroDivisionError" in record["reason"]

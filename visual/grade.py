@@ -17,6 +17,7 @@ from pathlib import Path
 
 from usd_repair_verifier.profiles.digest import tree_digest
 from usd_repair_verifier.scoring.outputs import prepare_separate_output, write_json
+from usd_repair_verifier.scoring.progress import progress, working
 
 from . import judge as judges
 from . import render, rubric as rubrics
@@ -167,7 +168,8 @@ def _render(run: _Run, loaded, submission: Path):
     record = run.record
     t0 = time.monotonic()
     try:
-        rendered = render.render_pair(loaded.paths.reference, submission, run.out / RENDER_DIR)
+        with working("visual: rendering reference and candidate", "five views each"):
+            rendered = render.render_pair(loaded.paths.reference, submission, run.out / RENDER_DIR)
     except Exception as error:  # RenderError, a USD failure: no score from a broken render
         return None, run.finish("error", f"render failed: {type(error).__name__}: {error}")
     record["timings"]["render_s"] = round(time.monotonic() - t0, 3)
@@ -275,7 +277,7 @@ def _judge_and_score(run: _Run, judge, rubric: dict, images: list, votes: int, c
                        "votes_requested": votes, "prompt_version": judges.PROMPT_VERSION}
     outcomes: list = []
     t0 = time.monotonic()
-    for index in range(votes):
+    for index in progress(range(votes), f"visual: asking the {judge.kind} judge", "vote"):
         try:
             vote = judge.vote(rubric, images)
         except judges.JudgeError as error:
