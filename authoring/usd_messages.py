@@ -115,6 +115,6 @@ def describe(found: Captured, places: dict[str | Path | re.Pattern, str], limit:
                 break
         prefix = "" if kind == "Warning" else f"{kind.lower()}: "
         lines[prefix + _short(text, names)] += 1
-    out = [f"{text} ({n} times)" if n > 1 else text for text, n in lines.most_common()]
+    out = [f"{text} ({n} times)" if n > 1 else text for text, n in lines.items()]   # in the order USD said them
     out += [_short(line, names) for line in found.other]
     return out[:limit] + ([f"... and {len(out) - limit} more"] if len(out) > limit else [])

@@ -46,9 +46,11 @@ def grade(args: argparse.Namespace) -> int:
 
 def _record_kind(value: dict) -> str | None:
     """What a JSON record is, when it is one of the verifier's separate reports."""
-    if {"thresholds", "tests"} <= value.keys():
+    if "record_version" not in value or "authored_usd" in value:
+        return None
+    if value.keys() & {"tests", "thresholds", "engine"}:
         return "physical"
-    if {"rubric", "verdicts"} <= value.keys() or "renders" in value and "judge" in value:
+    if value.keys() & {"rubric", "verdicts", "renders", "judge"}:
         return "visual"
     return None
 
