@@ -271,3 +271,20 @@ def test_read_only_commands_create_nothing(tmp_path):
         assert r.returncode == 0, (args, r.stderr)
     assert listing(work) == [] and tree_digest(reference) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cwd", "ref"]
+
+
+def test_regrade_of_a_job_checks_each_stored_submission_against_its_earlier_grade(tmp_path):
+    """A stored submission that changed since it was graded is not the one the agent left: it is
+    skipped with the reason, never re-graded as if it were (as --db mode does)."""
+    job = tmp_path / "job"
+    for trial in ("ant_two_joint_faults__0ac0d16", "ant_two_joint_faults__142af18"):
+        shutil.copytree(JOB / trial, job / trial)
+    layer = next((job / "ant_two_joint_faults__142af18" / "artifacts" / "app").glob("*.usda"))
+    layer.write_text(layer.read_text() + "\n# edited after grading\n")
+    r = usdgrade("regrade", str(job), "--cases", str(CASES), "--out", str(tmp_path / "out"), "-j", "1", "--no-progress")
+    assert r.returncode == 0, r.stderr
+    assert "1 to grade" in r.stderr and "1 cannot be graded" in r.stderr
+    assert "ant_two_joint_faults__142af18: the submission" in r.stderr and "changed since it was graded" in r.stderr
+    graded = sorted(p.parent.name for p in (tmp_path / "out").rglob("grade.json"))
+    assert graded == ["ant_two_joint_faults__0ac0d16"]
+    assert outputs.marked_by(tmp_path / "out") == "regrade"
