@@ -37,6 +37,9 @@ def grade(args: argparse.Namespace) -> int:
 
     from usd_repair_verifier.scoring.sealed import command
 
+    if args.n < 0:
+        print(f"usdgrade grade: -n {args.n}: the number of workers is 0 (serial) or more", file=sys.stderr)
+        return 2
     # The sealed session (scoring/sealed.py), in an isolated child interpreter: nothing in the
     # submission, the current folder or the environment takes part in the grade.
     argv = command(sys.executable, args.case, args.submission, args.out, workers=args.n, select=args.k,

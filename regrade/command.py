@@ -256,7 +256,7 @@ def claim_out(args: argparse.Namespace) -> None:
 
     if args.out is None:
         args.out = DEFAULT_OUT
-    db_file = args.db if args.db and "://" not in args.db else None
+    db_file = _store_file(args.db)
     inputs = [*(("job folder", job) for job in args.jobs), ("cases folder", args.cases),
               ("submissions root", args.submissions_root), ("records store", db_file)]
     claim_folder(Path(args.out), COMMAND, inputs, resume=True)
@@ -283,6 +283,11 @@ def _command(args: argparse.Namespace) -> int:
     if missing:
         print(f"regrade: {missing[0]} is not a folder", file=sys.stderr)
         return 2
+    store_file = _store_file(args.db)
+    if store_file is not None and not store_file.is_file():
+        print(f"regrade: there is no records store at {store_file} (usdgrade records ingest JOB_DIR --db "
+              f"{args.db} makes one)", file=sys.stderr)
+        return 2
     try:
         claim_out(args)
         return run(args)
@@ -292,3 +297,18 @@ def _command(args: argparse.Namespace) -> int:
     except RuntimeError as error:  # workers that cannot start, inputs the Ray nodes cannot read
         print(f"regrade: {error}", file=sys.stderr)
         return 3
+    except Exception as error:
+        if type(error).__module__.split(".")[0] not in ("sqlalchemy", "psycopg"):
+            raise
+        # The store cannot be reached (a server that is down, a URL that is wrong): one line.
+        print(f"regrade: the records store {args.db} failed: {str(error).splitlines()[0]}", file=sys.stderr)
+        return 2
+
+
+def _store_file(db: str | None) -> Path | None:
+    """The SQLite file a --db names (a path, or sqlite:///PATH); None for a server URL."""
+    if not db:
+        return None
+    if db.startswith("sqlite:///"):
+        return Path(db.removeprefix("sqlite:///"))
+    return None if "://" in db else Path(db)
