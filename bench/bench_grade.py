@@ -345,6 +345,8 @@ def parse_sizes(text: str) -> list[tuple[int, int]]:
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small asset and one generated size only (< 60 s)")
+    parser.add_argument("--record", action=argparse.BooleanOptionalAction, default=None,
+                        help="append the results to docs/performance.md (default: yes, except with --quick)")
     parser.add_argument("--sizes", type=parse_sizes, default=None,
                         help="generated sizes as BODIESxTRIANGLES,... (default 20x50000,50x200000,100x500000,200x1000000)")
     parser.add_argument("--format", choices=("usda", "usdc"), default="usda", help="layer format of generated assets")
@@ -457,6 +459,13 @@ def serial_vs_parallel(cases: list[tuple[Row, Path]], work: Path, timeout: float
 
 def main() -> int:
     args = parse_args()
+    from bench.results import recorded
+
+    with recorded("bench/bench_grade.py", args.record if args.record is not None else not args.quick):
+        return run(args)
+
+
+def run(args: argparse.Namespace) -> int:
     global PYTHON
     PYTHON = args.python or ensure_grading_venv(max(args.timeout, 300.0))
     print(f"grading with {PYTHON}")
