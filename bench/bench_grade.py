@@ -460,7 +460,6 @@ def serial_vs_parallel(cases: list[tuple[Row, Path]], work: Path, timeout: float
 def main() -> int:
     args = parse_args()
     from bench.results import recorded
-
     with recorded("bench/bench_grade.py", args.record if args.record is not None else not args.quick):
         return run(args)
 
