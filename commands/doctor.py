@@ -100,7 +100,9 @@ def check_judge_key(env=os.environ) -> list[Finding]:
 
 
 def check_warp_cache(env=os.environ) -> list[Finding]:
-    path = Path(env.get("WARP_CACHE_PATH") or REPO_ROOT / ".warp-cache")
+    from usd_repair_verifier.physical.grade import default_kernel_cache
+
+    path = Path(env.get("WARP_CACHE_PATH") or default_kernel_cache())
     source = "WARP_CACHE_PATH" if env.get("WARP_CACHE_PATH") else "default"
     if path.is_dir():
         writable = os.access(path, os.W_OK)

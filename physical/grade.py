@@ -32,7 +32,18 @@ RECORD_VERSION = "2"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RUNTIME_DIR = Path(__file__).resolve().parent / "runtime_tests"
 CACHE_ENV = "WARP_CACHE_PATH"
-DEFAULT_CACHE = REPO_ROOT / ".warp-cache"       # compiled Warp kernels (about 20 s to build once)
+
+
+def default_kernel_cache() -> Path:
+    """Where compiled Warp kernels go (about 20 s to build once) without WARP_CACHE_PATH: a
+    checkout's own `.warp-cache/` (ignored by git), else the user's cache folder, never the
+    installed package."""
+    if (REPO_ROOT / "pyproject.toml").is_file():
+        return REPO_ROOT / ".warp-cache"
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "usd-repair-verifier" / "warp"
+
+
+DEFAULT_CACHE = default_kernel_cache()
 RUNTIME_TIMEOUT_S = 900
 
 PROBE = (
