@@ -42,6 +42,11 @@ def run(args) -> int:
     if not (args.case and args.submission and args.out):
         print("usdgrade physical needs --case, --submission and --out (or --setup)", file=sys.stderr)
         return 2
+    missing = [f"{option} {value}" for option, value in (("--case", args.case), ("--submission", args.submission))
+               if not Path(value).is_dir()]
+    if missing:   # a typo is not a grade: nothing is written
+        print(f"usdgrade physical: {missing[0]} is not a folder", file=sys.stderr)
+        return 2
     try:
         record = run_physical(Path(args.case), Path(args.submission), Path(args.out),
                               python=shlex.split(args.python) if args.python else None)

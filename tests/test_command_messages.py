@@ -311,3 +311,13 @@ def test_the_fake_judge_runs_without_authorize(tmp_path, capsys):
     visual = json.loads((out / "visual.json").read_text())
     assert code == 0 and visual["status"] == "graded" and visual["dry_run"] is True, visual["reason"]
     assert visual["authorization"] == {"authorized": True, "source": "--judge fake"}
+
+
+@pytest.mark.parametrize("command", ["visual", "physical"])
+def test_a_separate_grade_of_folders_that_are_not_there_is_one_line(tmp_path, command):
+    args = [command, "--case", str(tmp_path / "nope"), "--submission", str(DEMO), "--out", str(tmp_path / "out")]
+    if command == "visual":
+        args += ["--grade", str(tmp_path / "grade.json"), "--judge", "fake"]
+    r = usdgrade(*args)
+    assert r.returncode == 2 and "is not a folder" in one_line(r.stderr), r.stderr
+    assert not (tmp_path / "out").exists()

@@ -34,8 +34,23 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return p
 
 
+def missing_path(pairs) -> str | None:
+    """The first path a person gave that is not there (one line), or None: a typo is not a grade."""
+    for option, value, kind in pairs:
+        path = Path(value)
+        if not (path.is_dir() if kind == "folder" else path.is_file()):
+            return f"{option} {value} is not a {kind}"
+    return None
+
+
 def run(args) -> int:
     from .grade import VISUAL_FILE, run_visual
+
+    # A folder that is not there is a typo, not a grade (an unreadable --grade is an error record).
+    missing = missing_path([("--case", args.case, "folder"), ("--submission", args.submission, "folder")])
+    if missing:
+        print(f"usdgrade visual: {missing}", file=sys.stderr)
+        return 2
     try:
         record = run_visual(
             Path(args.case), Path(args.submission), Path(args.grade), Path(args.out),
