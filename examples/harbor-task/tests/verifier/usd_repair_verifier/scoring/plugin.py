@@ -37,6 +37,7 @@ from usd_repair_verifier.gates.validity import ResourceLimits, timed_validity
 from usd_repair_verifier.profiles.case import Case, CaseError, load_case
 
 from . import outputs, report
+from .measured_failures import MeasuredFailures
 from .reward import INFRASTRUCTURE_EXIT, OUTCOMES, Expected, apply_closed_book, decide, records_from_report
 from .work_share import WORKER_INPUT_KEY, LocalWork, SharedWork
 
@@ -140,8 +141,11 @@ def pytest_configure(config: pytest.Config) -> None:
     if not submission or not out:
         raise pytest.UsageError("--case needs --submission DIR and --out OUT")
     state = RunState(Path(case_dir).resolve(), Path(submission).absolute(), Path(out).resolve(), time.time())
-    if outputs.inside(state.out, state.submission):
-        raise pytest.UsageError(f"--out {out} lies inside the submission {submission}")
+    try:  # never inside the submission, the case or the verifier (scoring/outputs.py)
+        outputs.check_grade_output(state.out, submission=state.submission, case=state.case_dir,
+                                   inputs=[("trajectory", config.getoption("trajectory"))])
+    except outputs.OutputRefused as error:
+        raise pytest.UsageError(str(error)) from None
 
     # json-report is our record of every test; our own files are the outputs.
     config.option.json_report = True
@@ -153,6 +157,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if not any(Path(a.split("::")[0]).resolve() == GATES_DIR for a in config.args):
         config.args.append(str(GATES_DIR))
 
+    config.pluginmanager.register(MeasuredFailures(), "usdgrade-measured-failures")  # one line per failing check
     if not is_worker(config):
         config.pluginmanager.register(ReportReceiver(state), RECEIVER)
         outputs.remove_stale(state.out)
@@ -377,7 +382,11 @@ def pytest_plugin_registered(plugin, manager) -> None:
         return
 
     def guarded(conftestpath, *a, **k):
-        if not Path(conftestpath).resolve().is_relative_to(VERIFIER_FOLDER.resolve()):
+        path = Path(conftestpath).resolve()
+        # The checkout's root conftest only registers this plugin, which is registered already: run
+        # from another folder, pytest would refuse its pytest_plugins (not the top-level conftest).
+        own_root = path == VERIFIER_FOLDER.resolve() / "conftest.py" and manager.get_plugin(str(conftestpath)) is None
+        if own_root or not path.is_relative_to(VERIFIER_FOLDER.resolve()):
             import types
 
             return types.ModuleType(f"refused_conftest_{abs(hash(str(conftestpath)))}")
