@@ -288,3 +288,11 @@ def test_regrade_of_a_job_checks_each_stored_submission_against_its_earlier_grad
     graded = sorted(p.parent.name for p in (tmp_path / "out").rglob("grade.json"))
     assert graded == ["ant_two_joint_faults__0ac0d16"]
     assert outputs.marked_by(tmp_path / "out") == "regrade"
+
+
+def test_an_out_that_is_a_file_is_a_usage_error_not_an_internal_error(tmp_path):
+    out = tmp_path / "notes.txt"
+    out.write_text("mine")
+    r = run_grade(CASE, CASE / "input", out, timeout=300)
+    assert r.exit_code == 4 and "exists and is not a folder" in r.stdout + r.stderr
+    assert "INTERNALERROR" not in r.stdout + r.stderr and out.read_text() == "mine"

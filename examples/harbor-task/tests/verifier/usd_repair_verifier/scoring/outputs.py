@@ -166,6 +166,7 @@ def check_grade_output(out: Path, *, submission: Path, case: Path | None = None,
     """The grade's OUT: not inside (or equal to) the submission, the case or the verifier's code,
     and none of the files it writes or removes is an input (OutputRefused)."""
     check_placement(out, [("submission", submission), ("case", case)], owns_folder=False)
+    _folder_or_nothing(out)
     inputs = [(label, path) for label, path in inputs if path]
     for name in OUTPUT_FILES:
         for label, path in inputs:
@@ -180,6 +181,7 @@ def prepare_separate_output(out: Path, submission: Path, record_file: str,
     the verifier's code (OutputRefused), created, and without a record of an earlier run."""
     inputs = list(inputs)
     check_placement(out, [("submission", submission), *inputs], owns_folder=False)
+    _folder_or_nothing(out)
     for label, path in inputs:
         if path and _real(Path(out) / record_file) == _real(path):
             raise OutputRefused(f"the {label} {path} is {record_file} in --out {out}: it would be replaced")
@@ -188,6 +190,11 @@ def prepare_separate_output(out: Path, submission: Path, record_file: str,
         (out / record_file).unlink()
     except FileNotFoundError:
         pass
+
+
+def _folder_or_nothing(out: Path) -> None:
+    if (Path(out).exists() or Path(out).is_symlink()) and not Path(out).is_dir():
+        raise OutputRefused(f"--out {out} exists and is not a folder: choose a folder for the outputs")
 
 
 def remove_stale(out: Path) -> None:
