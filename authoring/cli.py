@@ -79,7 +79,7 @@ def print_targets(reference: Path, kinds: list[str]) -> int:
         with usd_messages.captured():  # each try breaks a private copy on purpose: what USD says of it is expected
             listing = list_targets(reference, kinds or None, progress=labelled("trying targets", "try"))
     except (InjectionError, StageOpenError, OSError) as error:
-        return fail(f"cannot list targets in {reference}: {first_line(error)}", REFUSED)
+        return fail(f"cannot list targets in {reference}: {usd_messages.error_text(error)}", REFUSED)
     say_usd(said, places, "USD warned while reading the package")
     for entry in listing:
         count = len(entry.valid)
@@ -118,6 +118,8 @@ def injected_by_inject(folder: Path) -> bool:
 
 
 def inject_command(args: argparse.Namespace) -> int:
+    from pxr import Tf
+
     from usd_repair_verifier.authoring.inject import INJECTORS, InjectionError, inject
     from usd_repair_verifier.authoring.manifest import manifest_path, write_manifest
     from usd_repair_verifier.profiles.vocabulary import FAULT_KINDS
@@ -150,6 +152,8 @@ def inject_command(args: argparse.Namespace) -> int:
     if manifest.exists() and not (manifest.is_file() and injected_by_inject(out)):
         return fail(f"{manifest} exists and usdgrade inject did not write it for {out}: nothing was written; "
                     f"choose another --out (the manifest goes beside it)")
+    staging = re.compile(r"(?:[^\s@]*/)?\." + re.escape(out.name) + r"\.inject-[^/]+/package")
+    places = {staging: str(reference), reference: str(reference), out: str(out)}
     try:
         with usd_messages.captured() as said:
             done = inject(reference, out, faults, args.seed)
@@ -157,11 +161,12 @@ def inject_command(args: argparse.Namespace) -> int:
         return fail(f"cannot inject: {error} (nothing written)", REFUSED)
     except OSError as error:
         return fail(f"cannot inject: {error}", REFUSED)
+    except Tf.ErrorException as error:   # a layer of the reference that USD cannot read
+        return fail(f"cannot inject: {usd_messages.relabel(usd_messages.error_text(error), places)} "
+                    f"(nothing written)", REFUSED)
     for item in done:
         print(f"{item.kind} {item.target}: {item.note}")
-    staging = re.compile(r"(?:[^\s@]*/)?\." + re.escape(out.name) + r"\.inject-[^/]+/package")
-    say_usd(said, {reference: str(reference), staging: str(out), out: str(out)},
-            "USD warned while injecting (a fault that breaks composition is expected to)")
+    say_usd(said, places, "USD warned while injecting (a fault that breaks composition is expected to)")
     manifest = write_manifest(reference, out, args.seed, done)
     print(f"wrote {out} and {manifest}")
     return 0
@@ -257,6 +262,8 @@ def frozen_by_freeze(folder: Path) -> bool:
 
 
 def freeze_command(args: argparse.Namespace) -> int:
+    from pxr import Tf
+
     from usd_repair_verifier.authoring.freeze import FreezeRefused, freeze
     from usd_repair_verifier.authoring.inject import InjectionError
     from usd_repair_verifier.authoring.manifest import manifest_path
@@ -291,8 +298,8 @@ def freeze_command(args: argparse.Namespace) -> int:
         return fail(str(error))
     except FreezeRefused as error:
         return fail(str(error), REFUSED)
-    except (InjectionError, StageOpenError, OSError) as error:
-        return fail(f"cannot freeze: {first_line(error)}", REFUSED)
+    except (InjectionError, StageOpenError, OSError, Tf.ErrorException) as error:
+        return fail(f"cannot freeze: {usd_messages.error_text(error)}", REFUSED)
     finally:
         say_usd(said, places, "USD warned while reading the packages (a broken input may well make it)")
     print(f"froze {out}: {len(profile.faults)} fault(s), {len(profile.checks)} check(s)")

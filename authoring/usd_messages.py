@@ -118,3 +118,22 @@ def describe(found: Captured, places: dict[str | Path | re.Pattern, str], limit:
     out = [f"{text} ({n} times)" if n > 1 else text for text, n in lines.items()]   # in the order USD said them
     out += [_short(line, names) for line in found.other]
     return out[:limit] + ([f"... and {len(out) - limit} more"] if len(out) > limit else [])
+
+
+def relabel(text: str, places: dict[str | Path | re.Pattern, str]) -> str:
+    """`text` with the folders of `places` named by their labels (as `describe` names them)."""
+    return _short(text, _places(places))
+
+
+def error_text(error: BaseException) -> str:
+    """A USD error (Tf.ErrorException, or a message that carries one) as one line: the first
+    message, where USD says what failed (a parse error with its file, line and text), without
+    USD's C++ function names."""
+    parts = re.split(r"\s*Error in '[^']*' at line \d+ in file \S+ : ", str(error))
+    messages = [" ".join(part.split()).strip("'").strip() for part in parts[1:] if part.strip()]
+    if not messages:
+        lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+        return lines[-1] if lines else type(error).__name__
+    message = re.sub(r"pxrInternal_v\w+?__pxrReserved__(::|_)?", "", messages[0])
+    return re.sub(r"parse error matching \S+ at", "parse error at", message)
+

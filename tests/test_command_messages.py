@@ -321,3 +321,19 @@ def test_a_separate_grade_of_folders_that_are_not_there_is_one_line(tmp_path, co
     r = usdgrade(*args)
     assert r.returncode == 2 and "is not a folder" in one_line(r.stderr), r.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_a_layer_that_does_not_parse_is_one_line_naming_file_and_line(tmp_path):
+    broken = tmp_path / "broken"
+    shutil.copytree(CABINET, broken)
+    with open(broken / "cabinet.usda", "a") as layer:
+        layer.write("garbage {{{\n")
+    for args in (["inject", "--reference", str(broken), "--fault", "joint_frame:/Cabinet/Joints/DoorHinge",
+                  "--out", str(tmp_path / "out")],
+                 ["inject", "--targets", str(broken)],
+                 ["freeze", "--reference", str(CABINET), "--input", str(broken), "--out", str(tmp_path / "case")]):
+        r = usdgrade(*args)
+        line = one_line(r.stderr)
+        assert r.returncode == 1 and "cabinet.usda:" in line and "parse error at 'garbage {{{'" in line, line
+        assert "pxrInternal" not in line and ".inject-" not in line
+    assert not (tmp_path / "out").exists() and not (tmp_path / "case").exists()
