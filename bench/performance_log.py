@@ -22,7 +22,8 @@ HEADER = """# Performance results
 
 Written by the benchmark scripts (`bench/bench_grade.py`, `bench/bench_regrade.py`): each full run
 appends an entry, newest last, with the machine's load, because these machines are shared and
-only ratios measured within one run mean much. The README keeps today's figures and the targets.
+only ratios measured within one run mean much. The README keeps today's figures and the targets;
+`bench/bench_robots.py` writes the real robots' rows to [bench/results/](../bench/results/).
 Run a script with `--no-record` to leave this file alone (quick runs do not record unless
 `--record` is given).
 """
