@@ -153,7 +153,7 @@ def inject_command(args: argparse.Namespace) -> int:
         return fail(f"{manifest} exists and usdgrade inject did not write it for {out}: nothing was written; "
                     f"choose another --out (the manifest goes beside it)")
     staging = re.compile(r"(?:[^\s@]*/)?\." + re.escape(out.name) + r"\.inject-[^/]+/package")
-    places = {staging: str(reference), reference: str(reference), out: str(out)}
+    places = {staging: str(out), reference: str(reference), out: str(out)}   # the copy being broken is OUT
     try:
         with usd_messages.captured() as said:
             done = inject(reference, out, faults, args.seed)
@@ -162,8 +162,8 @@ def inject_command(args: argparse.Namespace) -> int:
     except OSError as error:
         return fail(f"cannot inject: {error}", REFUSED)
     except Tf.ErrorException as error:   # a layer of the reference that USD cannot read
-        return fail(f"cannot inject: {usd_messages.relabel(usd_messages.error_text(error), places)} "
-                    f"(nothing written)", REFUSED)
+        unread = usd_messages.relabel(usd_messages.error_text(error), {**places, staging: str(reference)})
+        return fail(f"cannot inject: {unread} (nothing written)", REFUSED)
     for item in done:
         print(f"{item.kind} {item.target}: {item.note}")
     say_usd(said, places, "USD warned while injecting (a fault that breaks composition is expected to)")
