@@ -58,46 +58,51 @@ def _record_kind(value: dict) -> str | None:
     return None
 
 
-def _not_a_grade(path: str, value) -> str | None:
-    """Why `value` cannot be explained (one line), or None for a grade.json."""
-    if not isinstance(value, dict):
-        return f"cannot explain {path}: not a usdgrade grade.json (a JSON object with status, checks, gates)"
-    kind = _record_kind(value)
-    if kind:
-        summary = value.get("summary") if kind == "physical" else {"score": value.get("score")}
-        return (f"cannot explain {path}: it is a {kind}.json, the separate {kind} grade's record (status "
-                f"{value.get('status')}, {summary}; reason: {value.get('reason') or '-'}): explain reads the "
-                f"authored-USD grade.json beside it; docs/{kind}-json.md describes this record")
-    if not isinstance(value.get("status"), str) or "authored_usd" not in value or \
-            not isinstance(value.get("checks", []), list) or not isinstance(value.get("gates", {}), dict):
-        return f"cannot explain {path}: not a usdgrade grade.json (status, authored_usd, checks, gates)"
-    return None
+def _separate_record(path: str, text: bytes) -> str | None:
+    """One line when the file is a visual.json or physical.json: explain reads grade.json."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None                      # grade.json's own reader says what is wrong with it
+    kind = _record_kind(value) if isinstance(value, dict) else None
+    if kind is None:
+        return None
+    summary = value.get("summary") if kind == "physical" else {"score": value.get("score")}
+    return (f"cannot explain {path}: it is a {kind}.json, the separate {kind} grade's record (status "
+            f"{value.get('status')}, {summary}; reason: {value.get('reason') or '-'}): explain reads the "
+            f"authored-USD grade.json beside it; docs/{kind}-json.md describes this record")
 
 
 def explain_command(args: argparse.Namespace) -> int:
-    from usd_repair_verifier.scoring.report import explain_lines
+    from pydantic import ValidationError
+
+    from usd_repair_verifier.scoring import grade_file
+    from usd_repair_verifier.scoring.readable import explain_lines
 
     try:
-        grade_json = json.loads(Path(args.grade).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        print(f"cannot read {args.grade}: {getattr(error, 'strerror', None) or error}", file=sys.stderr)
+        text = Path(args.grade).read_bytes()
+    except OSError as error:
+        print(f"cannot read {args.grade}: {error.strerror or error}", file=sys.stderr)
         return 2
-    why_not = _not_a_grade(args.grade, grade_json)
+    why_not = _separate_record(args.grade, text)
     if why_not:
         print(why_not, file=sys.stderr)
         return 2
     try:
-        if args.html:
-            return explain_page(args, grade_json)
-        text = "\n".join(explain_lines(grade_json))
-    except (KeyError, TypeError, AttributeError, ValueError) as error:  # a field of the wrong shape
-        print(f"cannot explain {args.grade}: malformed grade.json ({type(error).__name__}: {error})", file=sys.stderr)
+        grade = grade_file.read(text)
+    except ValidationError as error:
+        first = error.errors()[0] if error.errors() else {}
+        where = ".".join(str(p) for p in first.get("loc", ())) or "the file"
+        print(f"cannot explain {args.grade}: not a usdgrade grade.json ({error.error_count()} problem(s); "
+              f"first: {where}: {first.get('msg', error)})", file=sys.stderr)
         return 2
-    print(text)
+    if args.html:
+        return explain_page(args, grade)
+    print("\n".join(explain_lines(grade)))
     return 0
 
 
-def explain_page(args: argparse.Namespace, grade_json: dict) -> int:
+def explain_page(args: argparse.Namespace, grade) -> int:
     """The page goes to its own folder (default: explain/ beside grade.json), built aside and
     moved into place: an earlier page is replaced only with --force, anything else never."""
     from usd_repair_verifier.commands.explain_html import write_page
@@ -112,7 +117,7 @@ def explain_page(args: argparse.Namespace, grade_json: dict) -> int:
         return 2
     staging = staging_folder(out)
     try:
-        write_page(grade_json, staging, Path(args.case) if args.case else None,
+        write_page(grade, staging, Path(args.case) if args.case else None,
                    Path(args.submission) if args.submission else None)
         replace_folder(staging, out, "explain")
     finally:

@@ -24,7 +24,8 @@ from usd_repair_verifier.scoring.outputs import prepare_separate_output, write_j
 from usd_repair_verifier.scoring.progress import working
 
 from . import runtime_server
-from .results import PROPERTIES, TESTS, nulls
+from .property_results import PROPERTIES, TESTS, nulls
+from .record import PhysicalRecord
 from .settings import ENGINE_MODULES, SETTINGS, THRESHOLDS, pinned_versions
 
 PHYSICAL_FILE = "physical.json"
@@ -126,7 +127,8 @@ def run_physical(case: Path, submission: Path, out: Path, *, python: list[str] |
     record["tests"] = _properties(results)
     record["summary"] = _summary(record["tests"])
     record["timings"]["total_s"] = round(time.monotonic() - started, 3)
-    write_json(out / PHYSICAL_FILE, record)
+    # Written from its model (physical/record.py, which the published schema is generated from).
+    write_json(out / PHYSICAL_FILE, PhysicalRecord.model_validate(record).model_dump(exclude_unset=True))
     return record
 
 
