@@ -31,6 +31,7 @@ from usd_repair_verifier.stage_snapshot.read import read_snapshot
 
 from usd_repair_verifier.authoring.inject import InjectionError, inject, root_layer_of
 from usd_repair_verifier.authoring.inject_targets import try_inject
+from usd_repair_verifier.authoring.usd_messages import muted
 
 Key = tuple[str, str, str]
 
@@ -97,16 +98,18 @@ class Detector:
 
     def applies(self, kind: FaultKind, target: str) -> bool:
         """The kind's injector accepts the target (as `inject --targets` would list it)."""
-        return try_inject(root_layer_of(self.reference), kind.name, target) is None
+        with muted():       # a try on a private copy: what USD says of it names no package of the author's
+            return try_inject(root_layer_of(self.reference), kind.name, target) is None
 
     def reproduces(self, kind: FaultKind, target: str) -> bool:
         """The kind's injector, on the reference, makes the input's difference."""
         out = self._scratch / kind.name
-        try:
-            inject(self.reference, out, [(kind.name, target)], seed=0)
-        except InjectionError:
-            return False
-        made = _measurements(self.snapshot, out, self.tolerances)
+        with muted():       # the copy in the scratch folder is broken on purpose
+            try:
+                inject(self.reference, out, [(kind.name, target)], seed=0)
+            except InjectionError:
+                return False
+            made = _measurements(self.snapshot, out, self.tolerances)
         checks = [(family, measure, target) for family, measure in kind.checks]
         return reproduces([self.input.check(*key) for key in checks], [made.check(*key) for key in checks])
 

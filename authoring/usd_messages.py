@@ -83,6 +83,23 @@ def captured() -> Iterator[Captured]:
         result.diagnostics, result.other = found.diagnostics, found.other
 
 
+@contextmanager
+def muted() -> Iterator[None]:
+    """Drop what USD writes to file descriptor 2 while the block runs: for tries on private copies
+    broken on purpose, whose complaints are expected and name temporary folders. Python's own
+    sys.stderr (a progress bar, an enclosing `captured()`'s terminal) is untouched."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    os.close(devnull)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 def _short(text: str, places: list[tuple[re.Pattern, str]]) -> str:
     """The message with every known folder (a temporary copy included) named by its label."""
     for pattern, label in places:

@@ -212,6 +212,19 @@ def test_targets_and_inject_print_no_raw_usd_warnings(tmp_path):
     assert ".inject-" not in r.stdout                    # the temporary folder is named as the package
 
 
+def test_freeze_says_what_usd_warned_of_the_packages_and_nothing_of_its_private_tries(tmp_path):
+    """freeze injects kinds into private copies to name a difference; what USD says of those copies
+    (temporary folders, or the reference's own path for an in-memory try) is not the author's concern."""
+    broken = tmp_path / "b"
+    assert usdgrade("inject", "--reference", str(CABINET), "--fault", "broken_asset_path", "--out", str(broken)).returncode == 0
+    r = usdgrade("freeze", "--reference", str(CABINET), "--input", str(broken), "--out", str(tmp_path / "case"))
+    said = r.stdout + r.stderr
+    assert "Warning: in" not in said and "Traceback" not in said, said
+    for leak in ("usdgrade-detect-", "usdgrade-collateral-", ".inject-", f"{CABINET}/layers/layers"):
+        assert leak not in said, leak
+    assert f"the reference to {broken}/layers/layers/geometry.usda cannot be opened" in said, said
+
+
 # --- progress: at a terminal, and only there ----------------------------------------------------
 
 def run_at_terminal(*args: str) -> tuple[int, str]:
