@@ -56,9 +56,27 @@ def _database_failed(error: Exception) -> int:
     return 2
 
 
+def _store_file(url: str | None) -> Path | None:
+    """The SQLite file a --db names (default records.sqlite, a path or sqlite:///PATH); None for a server."""
+    url = url or "records.sqlite"
+    if url.startswith("sqlite:///"):
+        return Path(url.removeprefix("sqlite:///"))
+    return None if "://" in url else Path(url)
+
+
 def ingest_command(args: argparse.Namespace) -> int:
+    from usd_repair_verifier.scoring.outputs import OutputRefused, check_placement
+
     from .ingest import ingest
 
+    store_file = _store_file(args.db)
+    if store_file is not None:
+        try:  # a store inside a job would change the job it records; inside the verifier, its code
+            check_placement(store_file, [("folder to ingest", folder) for folder in args.folders], owns_folder=False,
+                            option="--db")
+        except OutputRefused as error:
+            _say(str(error).replace("an output folder", "a store"), sys.stderr)
+            return 2
     store = _open(args.db)
     if store is None:
         return 2
@@ -84,8 +102,7 @@ def report_command(args: argparse.Namespace) -> int:
     from .report import NothingToReport, write_report
 
     out = Path(args.out)
-    store_file = (args.db or "records.sqlite").removeprefix("sqlite:///") if "://" not in (args.db or "") or \
-        args.db.startswith("sqlite:///") else None
+    store_file = _store_file(args.db)
     try:  # the report's folder: new, or (--force) an earlier report; never anything else (scoring/outputs.py)
         claim_folder(out, "records report", [("records store", store_file)], force=args.force)
     except OutputRefused as error:

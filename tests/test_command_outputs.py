@@ -230,6 +230,16 @@ def test_records_report_replaces_only_its_own_report_and_never_the_store(tmp_pat
     assert (out / "report.html").is_file() and outputs.marked_by(out) == "records report"
 
 
+def test_records_ingest_never_puts_its_store_inside_a_job_or_the_verifier(tmp_path):
+    job = tmp_path / "job"
+    shutil.copytree(JOB / "ant_two_joint_faults__0ac0d16", job / "trial")
+    before = tree_digest(job)
+    for db, cwd in ((job / "trial" / "records.sqlite", tmp_path), (job / "records.sqlite", tmp_path), (None, ROOT / "regrade")):
+        r = usdgrade("records", "ingest", str(job), *(["--db", str(db)] if db else []), cwd=cwd)
+        assert r.returncode == 2 and "choose a store outside it" in one_line(r.stderr), r.stderr
+    assert tree_digest(job) == before and not (ROOT / "regrade" / "records.sqlite").exists()
+
+
 def test_explain_html_writes_its_own_folder_and_explain_alone_writes_nothing(tmp_path, foreign, capsys):
     grade = tmp_path / "grades" / "grade.json"
     grade.parent.mkdir()
