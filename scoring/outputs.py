@@ -31,7 +31,7 @@ GRADE_FILE = "grade.json"
 OUTPUT_FILES = (REWARD_FILE, GRADE_FILE)
 
 MARK_FILE = ".usdgrade-output"
-# The verifier's packages (pyproject.toml's package-dir; tests/test_outputs.py keeps the two equal).
+# The verifier's packages (pyproject.toml's package-dir; tests/test_command_outputs.py keeps the two equal).
 SOURCE_PACKAGES = ("authoring", "checks", "closed_book", "commands", "gates", "physical", "profiles", "records",
                    "regrade", "scoring", "stage_snapshot", "visual")
 

@@ -60,10 +60,24 @@ def test_the_readme_is_a_front_door():
 def _usdgrade_commands(text: str) -> list[str]:
     """Every `usdgrade ...` the text shows: lines of its code blocks and its inline code spans."""
     commands = []
-    for block in re.findall(r"(?ms)^```\n(.*?)^```", text):
+    for block in re.findall(r"(?ms)^```[a-z]*\n(.*?)^```", text):
         commands += [line.split("  #")[0].strip() for line in block.splitlines() if line.startswith("usdgrade ")]
-    commands += [span for span in re.findall(r"`(usdgrade [^`]+)`", text)]
+    commands += [" ".join(span.split()) for span in re.findall(r"`(usdgrade\s[^`]+)`", text)]  # a span may wrap
     return commands
+
+
+def test_a_command_is_found_in_every_form_the_markdown_shows_it():
+    text = "```sh\nusdgrade grade DIR  # a comment\n```\nor `usdgrade\nexplain OUT/grade.json`, not `usdgrader x`"
+    assert _usdgrade_commands(text) == ["usdgrade grade DIR", "usdgrade explain OUT/grade.json"]
+
+
+def test_a_command_or_option_the_parser_lacks_is_named():
+    from usd_repair_verifier.commands.cli import build_parser
+
+    parser = build_parser()
+    assert _unknown("usdgrade regrade JOB --cases C [--db FILE]", parser) is None
+    assert _unknown("usdgrade regrades JOB", parser) == "usdgrade has no command 'regrades'"
+    assert _unknown("usdgrade records show X --out D", parser) == "usdgrade records show has no option --out"
 
 
 def _unknown(command: str, parser) -> str | None:
