@@ -136,3 +136,16 @@ def test_the_readme_records_and_regrade_commands_run_as_written(tmp_path):
     assert "26 to grade" in outputs[2] and "1 cannot be graded" in outputs[2] and "rewards moved" in outputs[2]
     assert "graded 26 in" in outputs[2] and "1 invalid, 1 preservation_failed" in outputs[2]
     assert "8 to grade" in outputs[3] and "graded 8 in" in outputs[3]      # model-c's environment that never started: 1 skipped
+
+
+def test_every_extra_has_its_install_size_in_the_readme():
+    """The install table gives each extra's venv size in MB, as tools/install_sizes.sh measures it."""
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    text = README.read_text()
+    rows = {m.group(1) or "core": m.group(2)   # `pip install -e .` (the core), then `.[EXTRA]`
+            for m in re.finditer(r"(?m)^\| `(?:pip install -e \.|\.\[(\w+)\])` \|.*\| ([\d,]+ MB) \|$", text)}
+    assert set(rows) == {"core", *extras}, rows
+    script = (ROOT / "tools" / "install_sizes.sh").read_text()
+    assert set(re.search(r"for extra in ([\w ]+); do", script).group(1).split()) == {"none", "core", *extras}
