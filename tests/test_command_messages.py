@@ -257,6 +257,14 @@ def test_progress_is_drawn_at_a_terminal_and_nowhere_else():
     assert r.returncode == 0 and r.stderr == ""
 
 
+def test_freeze_at_a_terminal_says_which_step_runs(tmp_path):
+    code, terminal = run_at_terminal("freeze", "--reference", str(CASE / "reference"), "--input", str(CASE / "input"),
+                                     "--out", str(tmp_path / "case"))
+    assert code == 0, terminal
+    assert "freeze: comparing the input with the reference" in terminal
+    assert "freeze: measuring the input's errors, then grading reference and input" in terminal
+
+
 def test_a_long_step_says_what_runs_and_for_how_long(monkeypatch):
     class Terminal(io.StringIO):
         def isatty(self) -> bool:
