@@ -318,7 +318,19 @@ def test_the_description_names_every_command():
         assert f"\n  {name} " in parser.description, name
 
 
-def test_the_fake_judge_runs_without_authorize(tmp_path, capsys):
+def test_the_fake_judge_runs_without_authorize(tmp_path, capsys, monkeypatch):
+    from contextlib import contextmanager
+
+    from usd_repair_verifier.visual import grade as visual_grade
+
+    steps = []
+
+    @contextmanager
+    def working(desc, note=""):     # the long step a terminal is shown (scoring/progress.py draws it)
+        steps.append(desc)
+        yield
+
+    monkeypatch.setattr(visual_grade, "working", working)
     out, repaired = tmp_path / "out", DEMO_CASE / "reference"      # eligible: objective success
     assert main(["grade", str(repaired), "--case", str(DEMO_CASE), "--out", str(out)]) == 0
     capsys.readouterr()
@@ -332,6 +344,7 @@ def test_the_fake_judge_runs_without_authorize(tmp_path, capsys):
     visual = json.loads((out / "visual.json").read_text())
     assert code == 0 and visual["status"] == "graded" and visual["dry_run"] is True, visual["reason"]
     assert visual["authorization"] == {"authorized": True, "source": "--judge fake"}
+    assert steps == ["visual: rendering reference and candidate"]      # the renders: seconds, never silent
 
 
 @pytest.mark.parametrize("command", ["visual", "physical"])
