@@ -36,7 +36,8 @@ from usd_repair_verifier.authoring.usd_messages import muted
 Key = tuple[str, str, str]
 
 
-def _target_kind(reference, target: str) -> str | None:
+def target_kind(reference, target: str) -> str | None:
+    """What `target` names in a reference snapshot: "asset" (*), a joint, body or component; None: nothing."""
     if target == "*":
         return "asset"
     for kind, table in (("joint", reference.joints), ("body", reference.bodies), ("component", reference.components)):
@@ -146,7 +147,7 @@ def _faults(detector: Detector) -> list[Fault]:
     faults: list[Fault] = []
     for target in sorted({t for _, _, t in failing}):
         measures = {(f, m) for f, m, t in failing if t == target and (f, m, t) not in consequences}
-        kind_of_target = _target_kind(cmp.reference, target)
+        kind_of_target = target_kind(cmp.reference, target)
         while measures:
             candidates = [k for k in FAULT_KINDS.values() if k.target == kind_of_target
                           and set(k.checks) <= measures and detector.applies(k, target)]

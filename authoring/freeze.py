@@ -26,6 +26,7 @@ from usd_repair_verifier.profiles.schema import (SCORING_VERSION, CheckSpec, Fau
 from usd_repair_verifier.profiles.vocabulary import DEFAULT_CORRESPONDENCE, DEFAULT_SAMPLING, DEFAULT_TOLERANCES, FAULT_KINDS
 
 from usd_repair_verifier.authoring.detect import detect_faults  # noqa: F401  (finding faults by comparison)
+from usd_repair_verifier.authoring.detect import target_kind
 
 
 class FreezeRefused(Exception):
@@ -76,7 +77,7 @@ def _check_target(reference, fault: Fault) -> None:
     tables = {"joint": reference.joints, "body": reference.bodies, "component": reference.components}
     if wanted == "asset" or fault.target in tables.get(wanted, ()):
         return
-    found = _target_kind(reference, fault.target)
+    found = target_kind(reference, fault.target)
     where = f"the reference has no {wanted} {fault.target}" if found is None else \
         f"{fault.target} is a {found} of the reference, not a {wanted}"
     raise FreezeRefused(f"refusing to freeze: fault {fault.id} ({fault.kind}): {where} "

@@ -76,6 +76,8 @@ def test_the_manifest_inject_wrote_works_as_faults(injected, tmp_path):
     (["joint_frame"], "not an object", 2),
     ({"kind": "joint_frame"}, "expected a list of faults", 2),
     ([{"kind": "joint_frame", "target": "/hopper/Nope"}], "the reference has no joint /hopper/Nope", 1),
+    ([{"kind": "joint_frame", "target": "/hopper/Geometry/torso"}], "/hopper/Geometry/torso is a body of the reference, "
+                                                                    "not a joint", 1),
 ])
 def test_a_bad_faults_file_is_one_line(injected, tmp_path, faults, words, code):
     input_, _ = injected
