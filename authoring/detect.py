@@ -31,11 +31,13 @@ from usd_repair_verifier.stage_snapshot.read import read_snapshot
 
 from usd_repair_verifier.authoring.inject import InjectionError, inject, root_layer_of
 from usd_repair_verifier.authoring.inject_targets import try_inject
+from usd_repair_verifier.authoring.usd_messages import muted
 
 Key = tuple[str, str, str]
 
 
-def _target_kind(reference, target: str) -> str | None:
+def target_kind(reference, target: str) -> str | None:
+    """What `target` names in a reference snapshot: "asset" (*), a joint, body or component; None: nothing."""
     if target == "*":
         return "asset"
     for kind, table in (("joint", reference.joints), ("body", reference.bodies), ("component", reference.components)):
@@ -97,16 +99,18 @@ class Detector:
 
     def applies(self, kind: FaultKind, target: str) -> bool:
         """The kind's injector accepts the target (as `inject --targets` would list it)."""
-        return try_inject(root_layer_of(self.reference), kind.name, target) is None
+        with muted():       # a try on a private copy: what USD says of it names no package of the author's
+            return try_inject(root_layer_of(self.reference), kind.name, target) is None
 
     def reproduces(self, kind: FaultKind, target: str) -> bool:
         """The kind's injector, on the reference, makes the input's difference."""
         out = self._scratch / kind.name
-        try:
-            inject(self.reference, out, [(kind.name, target)], seed=0)
-        except InjectionError:
-            return False
-        made = _measurements(self.snapshot, out, self.tolerances)
+        with muted():       # the copy in the scratch folder is broken on purpose
+            try:
+                inject(self.reference, out, [(kind.name, target)], seed=0)
+            except InjectionError:
+                return False
+            made = _measurements(self.snapshot, out, self.tolerances)
         checks = [(family, measure, target) for family, measure in kind.checks]
         return reproduces([self.input.check(*key) for key in checks], [made.check(*key) for key in checks])
 
@@ -143,7 +147,7 @@ def _faults(detector: Detector) -> list[Fault]:
     faults: list[Fault] = []
     for target in sorted({t for _, _, t in failing}):
         measures = {(f, m) for f, m, t in failing if t == target and (f, m, t) not in consequences}
-        kind_of_target = _target_kind(cmp.reference, target)
+        kind_of_target = target_kind(cmp.reference, target)
         while measures:
             candidates = [k for k in FAULT_KINDS.values() if k.target == kind_of_target
                           and set(k.checks) <= measures and detector.applies(k, target)]

@@ -26,6 +26,7 @@ from usd_repair_verifier.profiles.schema import (SCORING_VERSION, CheckSpec, Fau
 from usd_repair_verifier.profiles.vocabulary import DEFAULT_CORRESPONDENCE, DEFAULT_SAMPLING, DEFAULT_TOLERANCES, FAULT_KINDS
 
 from usd_repair_verifier.authoring.detect import detect_faults  # noqa: F401  (finding faults by comparison)
+from usd_repair_verifier.authoring.detect import target_kind
 
 
 class FreezeRefused(Exception):
@@ -44,6 +45,8 @@ def build_profile(case_id: str, reference: Path, input_: Path, faults: list[Faul
     sampling = {**DEFAULT_SAMPLING, **(sampling or {})}
     ref_root, in_root = root_layer_of(reference), root_layer_of(input_)
     ref_snap, in_snap = read_snapshot(ref_root, sampling), read_snapshot(in_root, sampling)
+    for fault in faults:
+        _check_target(ref_snap, fault)
     match = correspond(ref_snap, in_snap, DEFAULT_CORRESPONDENCE["max_body_cost"], DEFAULT_CORRESPONDENCE["max_joint_cost"])
     measurements = Measurements(Comparison(ref_snap, in_snap, match, tolerances))
     specs = []
@@ -66,6 +69,19 @@ def build_profile(case_id: str, reference: Path, input_: Path, faults: list[Faul
         closed_book=closed_book, allowed_urls=tuple(allowed_urls),
         preserved_namespaces=_namespaces(preserved_namespaces),
     )
+
+
+def _check_target(reference, fault: Fault) -> None:
+    """A fault names an element of the reference of the kind its checks measure (FreezeRefused)."""
+    wanted = FAULT_KINDS[fault.kind].target
+    tables = {"joint": reference.joints, "body": reference.bodies, "component": reference.components}
+    if wanted == "asset" or fault.target in tables.get(wanted, ()):
+        return
+    found = target_kind(reference, fault.target)
+    where = f"the reference has no {wanted} {fault.target}" if found is None else \
+        f"{fault.target} is a {found} of the reference, not a {wanted}"
+    raise FreezeRefused(f"refusing to freeze: fault {fault.id} ({fault.kind}): {where} "
+                        f"(usdgrade inject --targets REFERENCE --fault {fault.kind} lists its targets)")
 
 
 def _namespaces(tokens) -> tuple[str, ...]:
@@ -102,7 +118,7 @@ def verify_case(case: Path, progress: Callable[[Iterable], Iterable] = lambda it
         g = grades["reference"]
         if g.get("authored_usd") != 1.0 or not g.get("objective_success"):
             problems.append(f"the reference scores {g.get('authored_usd')} (status {g.get('status')}, "
-                            f"objective {g.get('objective_success')}): {g.get('reasons') or g.get('infrastructure_error')}")
+                            f"objective {g.get('objective_success')}): {_why(g)}")
         g = grades["input"]
         if g.get("authored_usd") != 0.0:
             problems.append(f"the unchanged input scores {g.get('authored_usd')} (status {g.get('status')}), not 0")
@@ -110,11 +126,20 @@ def verify_case(case: Path, progress: Callable[[Iterable], Iterable] = lambda it
             # A targeted element left broken costs fault credit, never validity or preservation:
             # an input that fails a gate would zero every partial repair too.
             problems.append(f"the unchanged input is {g.get('status')}, not graded: "
-                            f"{g.get('reasons') or g.get('infrastructure_error')}")
+                            f"{_why(g)}")
         for check in g.get("checks", []):
             if check.get("passed") is not False:
                 problems.append(f"targeted check {check['id']} does not fail on the input ({check.get('details')})")
     return problems
+
+
+def _why(grade: dict, shown: int = 3) -> str:
+    """A grade's reasons (or its infrastructure error) as text: the first few, then how many more."""
+    reasons = [str(r) for r in grade.get("reasons") or []]
+    if not reasons:
+        return str(grade.get("infrastructure_error") or "no reason recorded")
+    more = f"; and {len(reasons) - shown} more" if len(reasons) > shown else ""
+    return "; ".join(reasons[:shown]) + more
 
 
 def freeze(case_id: str, reference: Path, input_: Path, out: Path, faults: list[Fault],

@@ -39,7 +39,8 @@ VERIFIER_FILE_SUFFIXES = (".py", ".ini", ".json")
 # python:3.11-slim, pinned by digest (both images; the verifier's wheels are for CPython 3.11).
 BASE_IMAGE = "python:3.11-slim@sha256:9c900dea9e8fb7e16277c179b555cc72d29a352dbc33cff48ad5a0412fd5bfc7"
 VERIFIER_TIMEOUT_S = 600.0
-TIME_LIMIT_S = 540.0   # below the verifier timeout: a slow grade still writes its own report
+TIME_LIMIT_S = 540.0
+AUTHOR = "usd-repair-verifier"   # task.toml's metadata.author_name: what marks a folder as this command's   # below the verifier timeout: a slow grade still writes its own report
 # Closed book: where task.toml's collect hook leaves the agent's trajectory for the grade. The
 # grade reads it only when the case's profile says closed_book (tasks are closed book by default).
 TRAJECTORY = f"{TRAJECTORY_FOLDER}/trajectory.json"
@@ -110,23 +111,40 @@ def _write(path: Path, text: str, executable: bool = False) -> None:
         path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
 
 
-def _prepare_out(out: Path) -> None:
-    """An existing OUT is replaced only if it is empty or holds a task (task.toml)."""
-    if out.exists():
-        if not out.is_dir() or (any(out.iterdir()) and not (out / "task.toml").is_file()):
-            raise TaskError(f"{out} exists and is not a task folder: refusing to replace it")
+def written_by_task(folder: Path) -> bool:
+    """`usdgrade task` wrote this folder: its task.toml carries the author this command writes."""
+    import tomllib
+
+    try:
+        config = tomllib.loads((Path(folder) / "task.toml").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return config.get("metadata", {}).get("author_name") == AUTHOR
+
+
+def _dataset_by_task(folder: Path) -> bool:
+    return all(p.is_dir() and written_by_task(p) for p in Path(folder).iterdir())
+
+
+def _prepare_out(out: Path, inputs: list, force: bool, owned=written_by_task) -> None:
+    """OUT is new or empty, or (with --force) a folder this command wrote; never anything else
+    (scoring/outputs.py)."""
+    from usd_repair_verifier.scoring.outputs import claim_folder
+
+    if claim_folder(out, "task", inputs, force=force, owned=owned):   # OutputRefused: nothing written
         shutil.rmtree(out)
-    out.mkdir(parents=True)
+    out.mkdir(parents=True, exist_ok=True)
 
 
-def write_task(case_dir: Path, out: Path, base_image: str = BASE_IMAGE, closed_book: bool = True) -> Path:
+def write_task(case_dir: Path, out: Path, base_image: str = BASE_IMAGE, closed_book: bool = True,
+               force: bool = False) -> Path:
     """One task folder. Closed book (the default): the task's profile says so, URLs of the
     instruction are allowed, and the trajectory travels to the verifier as an artifact."""
     try:
         case = load_case(case_dir)
     except CaseError as error:
         raise TaskError(f"{case_dir}: {error}") from error
-    _prepare_out(out)
+    _prepare_out(out, [("case", case_dir)], force)
     pins = _pins()
     input_files = sorted(p.relative_to(case.paths.input).as_posix() for p in case.paths.input.rglob("*") if p.is_file())
     instruction = render("instruction.md.in", ROOT_LAYER=case.profile.input.root_layer,
@@ -159,27 +177,33 @@ def write_task(case_dir: Path, out: Path, base_image: str = BASE_IMAGE, closed_b
     return out
 
 
-def write_dataset(cases_dir: Path, out: Path, base_image: str = BASE_IMAGE, closed_book: bool = True) -> list[Path]:
+def write_dataset(cases_dir: Path, out: Path, base_image: str = BASE_IMAGE, closed_book: bool = True,
+                  force: bool = False) -> list[Path]:
     """One task per case folder (a folder holding profile.json), named after it."""
     cases = sorted(p.parent for p in cases_dir.glob("*/profile.json"))
     if not cases:
         raise TaskError(f"{cases_dir} holds no case (no */profile.json)")
-    out.mkdir(parents=True, exist_ok=True)
-    return [write_task(case, out / case.name, base_image, closed_book) for case in cases]
+    _prepare_out(out, [("cases folder", cases_dir)], force, owned=_dataset_by_task)
+    return [write_task(case, out / case.name, base_image, closed_book, force) for case in cases]
 
 
 def task_command(args: argparse.Namespace) -> int:
+    from usd_repair_verifier.scoring.outputs import OutputRefused
+
     try:
         if args.cases:
-            written = write_dataset(Path(args.cases), Path(args.out), args.base_image, not args.open_book)
+            written = write_dataset(Path(args.cases), Path(args.out), args.base_image, not args.open_book, args.force)
         elif args.case:
-            written = [write_task(Path(args.case), Path(args.out), args.base_image, not args.open_book)]
+            written = [write_task(Path(args.case), Path(args.out), args.base_image, not args.open_book, args.force)]
         else:
             print("task needs a CASE or --cases DIR", file=sys.stderr)
             return 2
     except TaskError as error:
         print(f"cannot write the task: {error}", file=sys.stderr)
         return 1
+    except OutputRefused as error:
+        print(str(error), file=sys.stderr)
+        return 2
     for path in written:
         print(f"wrote {path}")
     return 0
@@ -189,8 +213,11 @@ def add_parser(sub) -> None:
     p = sub.add_parser("task", help="write a Harbor task folder (or a dataset) from frozen cases")
     p.add_argument("case", nargs="?", help="a frozen case folder")
     p.add_argument("--cases", help="a folder of cases: writes one task per case under --out")
-    p.add_argument("--out", required=True)
-    p.add_argument("--base-image", default=BASE_IMAGE, help="both images' base, pinned by digest")
+    p.add_argument("--out", required=True, metavar="TASK_DIR",
+                   help="the task folder to write (with --cases: the dataset folder, one task per case)")
+    p.add_argument("--force", action="store_true",
+                   help="replace an earlier output of usdgrade task (never a folder it did not write)")
+    p.add_argument("--base-image", default=BASE_IMAGE, help="both images' base, pinned by digest (default: python:3.11-slim, pinned)")
     p.add_argument("--open-book", action="store_true",
                    help="do not grade the agent's trajectory (tasks are closed book by default: docs/closed-book.md)")
     p.set_defaults(run=task_command)

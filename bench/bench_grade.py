@@ -43,6 +43,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench.grade_table import fmt, print_table  # noqa: E402
+
 OAV_VENV = Path(os.environ.get("OAV_VENV", "/tmp/oav-venv"))
 GRADE_VENV = Path(os.environ.get("USDGRADE_BENCH_VENV", "/tmp/usdgrade-bench-venv"))
 PYTHON = sys.executable  # the grading interpreter: set in main()
@@ -59,29 +61,6 @@ ROBOT_ROWS = [  # (label, committed real-robot case)
 ]
 FULL_SIZES = [(20, 50_000), (50, 200_000), (100, 500_000), (200, 1_000_000)]
 QUICK_SIZES = [(20, 50_000)]
-# column -> the grade.json timings it sums (reference_ and candidate_ prefixed ones both)
-SPLIT = {
-    "imports": ("imports",),
-    "valid": ("validity",),
-    "open": ("reference_open", "candidate_open"),
-    "snap": ("reference_bodies_and_joints", "candidate_bodies_and_joints"),
-    "sampl": ("reference_visible_parts", "candidate_visible_parts"),
-    "coll": ("reference_colliders", "candidate_colliders"),
-    "mass": ("reference_mass", "candidate_mass"),
-    "corr": ("correspondence",),
-    "checks": ("tests", "measurements"),
-    "score": ("scoring",),
-}
-
-
-def split_columns(timings: dict, grade_wall: float | None) -> list[float | None]:
-    total = timings.get("total_s")
-    outside = None if grade_wall is None or total is None else grade_wall - total
-    columns = [outside]
-    for keys in SPLIT.values():
-        found = [timings[f"{k}_s"] for k in keys if f"{k}_s" in timings]
-        columns.append(sum(found) if found else None)
-    return columns
 FLOOR_CODE = """
 import sys
 from pxr import Sdf, Usd, UsdPhysics
@@ -302,42 +281,6 @@ def peer(exe: Path, case: Path, timeout: float) -> tuple[float, str]:
     return wall, f"exit {proc.returncode}"
 
 
-# ---------------------------------------------------------------- report
-
-def fmt(value, spec=".2f", none="-"):
-    return none if value is None else format(value, spec)
-
-
-def times(value):
-    return "-" if value is None else f"{value:.1f}x"
-
-
-def ratio(a, b):
-    return None if a is None or not b else a / b
-
-
-def print_table(rows: list[Row], start_up: float | None) -> None:
-    print()
-    print(f"start-up (python -c 'import pxr, scipy, trimesh'): {fmt(start_up)} s")
-    head = (f"{'asset':<22}{'bodies':>7}{'tris':>9}{'grade s':>9}{'floor s':>9}{'peer s':>8}"
-            f"{'g/floor':>9}{'g/peer':>8}{'peak MB':>9}  split s: outside " + " ".join(SPLIT))
-    print(head)
-    print("-" * len(head))
-    for r in rows:
-        split = " ".join(fmt(v) for v in split_columns(r.split, r.grade))
-        print(f"{r.label:<22}{fmt(r.bodies, 'd'):>7}{fmt(r.triangles, 'd'):>9}{fmt(r.grade):>9}{fmt(r.floor):>9}"
-              f"{fmt(r.peer):>8}{times(ratio(r.grade, r.floor)):>9}{times(ratio(r.grade, r.peer)):>8}"
-              f"{fmt(r.peak_mb, '.0f'):>9}  {split}")
-    for r in rows:
-        for note in r.notes:
-            print(f"  {r.label}: {note}")
-    print()
-    for r in rows:
-        if r.grade is not None and r.floor is not None:
-            print(f"ratio {r.label}: grade/floor = {r.grade / r.floor:.2f}x"
-                  + (f", grade/peer = {r.grade / r.peer:.2f}x" if r.peer else ""))
-
-
 def parse_sizes(text: str) -> list[tuple[int, int]]:
     sizes = []
     for item in text.split(","):
@@ -350,6 +293,8 @@ def parse_sizes(text: str) -> list[tuple[int, int]]:
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small asset and one generated size only (< 60 s)")
+    parser.add_argument("--record", action=argparse.BooleanOptionalAction, default=None,
+                        help="append the results to docs/performance.md (default: yes, except with --quick)")
     parser.add_argument("--sizes", type=parse_sizes, default=None,
                         help="generated sizes as BODIESxTRIANGLES,... (default 20x50000,50x200000,100x500000,200x1000000)")
     parser.add_argument("--format", choices=("usda", "usdc"), default="usda", help="layer format of generated assets")
@@ -465,6 +410,12 @@ def serial_vs_parallel(cases: list[tuple[Row, Path]], work: Path, timeout: float
 
 def main() -> int:
     args = parse_args()
+    from bench.performance_log import recorded
+    with recorded("bench/bench_grade.py", args.record if args.record is not None else not args.quick):
+        return run(args)
+
+
+def run(args: argparse.Namespace) -> int:
     global PYTHON
     PYTHON = args.python or ensure_grading_venv(max(args.timeout, 300.0))
     print(f"grading with {PYTHON}")

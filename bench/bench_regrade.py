@@ -182,7 +182,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-j", type=int, default=2, help="parallelism of every engine (default 2)")
     parser.add_argument("--no-ray", action="store_true")
     parser.add_argument("--keep", help="build and grade in this folder and keep it")
+    parser.add_argument("--record", action=argparse.BooleanOptionalAction, default=None,
+                        help="append the results to docs/performance.md (default: yes for a full run)")
     args = parser.parse_args(argv)
+    from bench.performance_log import recorded
+
+    full = not (args.quick or args.count)
+    with recorded("bench/bench_regrade.py", args.record if args.record is not None else full):
+        return run(args)
+
+
+def run(args: argparse.Namespace) -> int:
     count = args.count or (24 if args.quick else 200)
     root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="usdgrade-bench-regrade-"))
     try:

@@ -100,7 +100,9 @@ def check_judge_key(env=os.environ) -> list[Finding]:
 
 
 def check_warp_cache(env=os.environ) -> list[Finding]:
-    path = Path(env.get("WARP_CACHE_PATH") or REPO_ROOT / ".warp-cache")
+    from usd_repair_verifier.physical.grade import default_kernel_cache
+
+    path = Path(env.get("WARP_CACHE_PATH") or default_kernel_cache())
     source = "WARP_CACHE_PATH" if env.get("WARP_CACHE_PATH") else "default"
     if path.is_dir():
         writable = os.access(path, os.W_OK)
@@ -137,6 +139,12 @@ def check_fixture_grade(case: Path, submission: Path, expected: float) -> list[F
 
 
 def run(args: argparse.Namespace) -> int:
+    given = [(label, Path(value)) for label, value in (("--case", args.case), ("--submission", args.submission)) if value]
+    missing = [f"{label} {path}" for label, path in given if not path.is_dir()]
+    if missing or bool(args.case) != bool(args.submission):
+        print(f"usdgrade doctor: {missing[0]} is not a folder" if missing else
+              "usdgrade doctor: give --case and --submission together (or neither: the bundled demo)", file=sys.stderr)
+        return 2
     findings = check_python_and_usd() + check_plugin() + check_extras() + check_judge_key() + check_warp_cache()
     if not args.skip_grade:
         case = Path(args.case) if args.case else DEMO_CASE
@@ -153,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
 def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser("doctor", help="check this installation: usd-core, plugin, extras, keys, a real grade")
     p.add_argument("--case", help="a case to grade (default: the bundled demo case)")
-    p.add_argument("--submission", help="its submission (default: the bundled demo submission)")
+    p.add_argument("--submission", metavar="DIR", help="its submission (default: the bundled demo submission)")
     p.add_argument("--expect", type=float, default=None, help=f"the expected reward (default {DEMO_REWARD})")
     p.add_argument("--skip-grade", action="store_true", help="skip the fixture grade")
     p.set_defaults(run=run)

@@ -17,9 +17,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                     "(physical/runtime_tests) in their own pytest session.")
     p.add_argument("--setup", action="store_true",
                    help="install the engine's pinned packages into this interpreter (if missing) and exit")
-    p.add_argument("--case")
-    p.add_argument("--submission")
-    p.add_argument("--out")
+    p.add_argument("--case", help="the case: its reference is tested with the same settings")
+    p.add_argument("--submission", metavar="DIR", help="the submission to test (it must pass the validity gate)")
+    p.add_argument("--out", help="folder for physical.json (usually the grade's OUT)")
     p.add_argument("--python", default=None,
                    help="the runtime interpreter (default: this one); e.g. a separate venv's python")
     p.set_defaults(run=run)
@@ -41,6 +41,11 @@ def run(args) -> int:
         return EXIT_OK
     if not (args.case and args.submission and args.out):
         print("usdgrade physical needs --case, --submission and --out (or --setup)", file=sys.stderr)
+        return 2
+    missing = [f"{option} {value}" for option, value in (("--case", args.case), ("--submission", args.submission))
+               if not Path(value).is_dir()]
+    if missing:   # a typo is not a grade: nothing is written
+        print(f"usdgrade physical: {missing[0]} is not a folder", file=sys.stderr)
         return 2
     try:
         record = run_physical(Path(args.case), Path(args.submission), Path(args.out),

@@ -21,6 +21,7 @@ from usd_repair_verifier import IMPORT_ROOT
 from usd_repair_verifier.gates.validity.fork import kill_group
 from usd_repair_verifier.profiles.digest import tree_digest
 from usd_repair_verifier.scoring.outputs import prepare_separate_output, write_json
+from usd_repair_verifier.scoring.progress import working
 
 from . import runtime_server
 from .property_results import PROPERTIES, TESTS, nulls
@@ -32,7 +33,18 @@ RECORD_VERSION = "2"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RUNTIME_DIR = Path(__file__).resolve().parent / "runtime_tests"
 CACHE_ENV = "WARP_CACHE_PATH"
-DEFAULT_CACHE = REPO_ROOT / ".warp-cache"       # compiled Warp kernels (about 20 s to build once)
+
+
+def default_kernel_cache() -> Path:
+    """Where compiled Warp kernels go (about 20 s to build once) without WARP_CACHE_PATH: a
+    checkout's own `.warp-cache/` (ignored by git), else the user's cache folder, never the
+    installed package."""
+    if (REPO_ROOT / "pyproject.toml").is_file():
+        return REPO_ROOT / ".warp-cache"
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "usd-repair-verifier" / "warp"
+
+
+DEFAULT_CACHE = default_kernel_cache()
 RUNTIME_TIMEOUT_S = 900
 
 PROBE = (
@@ -93,7 +105,7 @@ def run_physical(case: Path, submission: Path, out: Path, *, python: list[str] |
     (a fresh one); None: this interpreter, forked from the runtime server when one runs."""
     started = time.monotonic()
     case, submission, out = Path(case), Path(submission), Path(out)
-    prepare_separate_output(out, submission, PHYSICAL_FILE)
+    prepare_separate_output(out, submission, PHYSICAL_FILE, [("case", case)])
     record: dict = {
         "record_version": RECORD_VERSION, "status": None, "reason": None,
         "case": str(case), "submission": str(submission),
@@ -201,9 +213,13 @@ def _run_session(python: list[str] | None, reference_root: Path, candidate_root:
                 "-p", "no:randomly", "-p", "no:xdist"]
         server = runtime_server.server_for(env) if python is None else None
         t0 = time.monotonic()
+        cache = Path(env[CACHE_ENV])
+        first = not cache.is_dir() or not any(cache.iterdir())
+        note = "the first run compiles the engine's kernels, about a minute" if first else "about 5 to 10 s"
         # cwd: the temporary folder, where MuJoCo writes its MUJOCO_LOG.TXT on a refusal
-        exit_code, output, forked = (_forked_session(server, args, env, tmp) if server is not None else
-                                     _fresh_session([*(python or [sys.executable]), "-m", "pytest", *args], env, tmp))
+        with working("physical: runtime tests of reference and candidate in Newton", note):
+            exit_code, output, forked = (_forked_session(server, args, env, tmp) if server is not None else
+                                         _fresh_session([*(python or [sys.executable]), "-m", "pytest", *args], env, tmp))
         record["timings"]["runtime_session_s"] = round(time.monotonic() - t0, 3)
         record["runtime_session"] = {"argv": ["-m", "pytest", *args], "exit_code": exit_code,
                                      "output_tail": _tail(output), "forked": forked}

@@ -56,9 +56,27 @@ def _database_failed(error: Exception) -> int:
     return 2
 
 
+def _store_file(url: str | None) -> Path | None:
+    """The SQLite file a --db names (default records.sqlite, a path or sqlite:///PATH); None for a server."""
+    url = url or "records.sqlite"
+    if url.startswith("sqlite:///"):
+        return Path(url.removeprefix("sqlite:///"))
+    return None if "://" in url else Path(url)
+
+
 def ingest_command(args: argparse.Namespace) -> int:
+    from usd_repair_verifier.scoring.outputs import OutputRefused, check_placement
+
     from .ingest import ingest
 
+    store_file = _store_file(args.db)
+    if store_file is not None:
+        try:  # a store inside a job would change the job it records; inside the verifier, its code
+            check_placement(store_file, [("folder to ingest", folder) for folder in args.folders], owns_folder=False,
+                            option="--db")
+        except OutputRefused as error:
+            _say(str(error).replace("an output folder", "a store"), sys.stderr)
+            return 2
     store = _open(args.db)
     if store is None:
         return 2
@@ -79,22 +97,37 @@ def ingest_command(args: argparse.Namespace) -> int:
 
 
 def report_command(args: argparse.Namespace) -> int:
+    from usd_repair_verifier.scoring.outputs import OutputRefused, claim_folder, replace_folder, staging_folder
+
     from .report import NothingToReport, write_report
 
+    out = Path(args.out)
+    store_file = _store_file(args.db)
+    try:  # the report's folder: new, or (--force) an earlier report; never anything else (scoring/outputs.py)
+        claim_folder(out, "records report", [("records store", store_file)], force=args.force)
+    except OutputRefused as error:
+        print(str(error), file=sys.stderr)
+        return 2
     store = _open(args.db, create=False)
     if store is None:
         return 2
+    import shutil
+
     import sqlalchemy.exc
 
+    staging = staging_folder(out)
     try:
         with store:
-            tables = write_report(store, Path(args.out), scoring_version=args.scoring_version,
+            tables = write_report(store, staging, scoring_version=args.scoring_version,
                                   verifier_version=args.verifier_version)
+        replace_folder(staging, out, "records report")
     except NothingToReport as error:
         _say(f"no report written: {error}", sys.stderr)
         return 1
     except sqlalchemy.exc.SQLAlchemyError as error:
         return _database_failed(error)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     _say(f"wrote {Path(args.out) / 'report.html'} ({len(tables['episodes'])} episodes, "
           f"{len(tables['leaderboard'])} model/agent rows), report.md, CSV tables and {len(tables['figures'])} figure files")
     return 0
@@ -125,13 +158,16 @@ def add_parser(sub) -> None:
     verbs = records.add_subparsers(dest="records_command", required=True)
 
     p = verbs.add_parser("ingest", help="read Harbor job/trial folders or grade folders into the store")
-    p.add_argument("folders", nargs="+", metavar="JOB_DIR")
+    p.add_argument("folders", nargs="+", metavar="JOB_DIR",
+                   help="Harbor job folders, trial folders or folders of grades (grade.json)")
     p.add_argument("--db", default=None, help=DB_HELP)
     p.set_defaults(run=ingest_command)
 
     p = verbs.add_parser("report", help="write the results report (HTML, Markdown, CSV, figures)")
     p.add_argument("--db", default=None, help=DB_HELP)
-    p.add_argument("--out", required=True)
+    p.add_argument("--out", required=True, metavar="DIR", help="the report's folder (a new one, or --force)")
+    p.add_argument("--force", action="store_true",
+                   help="replace an earlier report written by this command (never a folder it did not write)")
     p.add_argument("--scoring-version", default=None, help="only grades of this scoring version")
     p.add_argument("--verifier-version", default=None, help="only grades of this verifier version")
     p.set_defaults(run=report_command)

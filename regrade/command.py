@@ -34,6 +34,10 @@ from usd_repair_verifier.regrade.sources import (DEFAULT_SUBMISSION_IN, Stored, 
 from usd_repair_verifier.regrade.warm import Item, ItemResult
 
 VERSION_LABEL = f"scoring-{SCORING_VERSION}_verifier-{VERIFIER_VERSION}"
+# Job folders' new grades (and re-frozen cases) go here unless --out says otherwise: a folder of
+# the current directory's, never inside the verifier's code or an input (scoring/outputs.py).
+DEFAULT_OUT = "regrade-out"
+COMMAND = "regrade"
 MOVED = 1e-9          # a reward change smaller than this is float noise, not a move
 MOVERS_SHOWN = 5
 
@@ -42,7 +46,8 @@ class FolderSink:
     """Grades written next to, never into, the job folders: OUT/<version>/<key>/."""
 
     def __init__(self, out: Path):
-        self.root = Path(out) / VERSION_LABEL
+        self.out = Path(out)
+        self.root = self.out / VERSION_LABEL
 
     def folder(self, stored: Stored) -> Path:
         return self.root / stored.key
@@ -56,6 +61,7 @@ class FolderSink:
         folder = self.folder(stored)
         if inside(folder, stored.submission):
             raise ValueError(f"{folder} lies inside the submission {stored.submission}")
+        ensure_out(self.out)
         folder.mkdir(parents=True, exist_ok=True)
         # reward.json first: grade.json, written last, is what marks the item done.
         for name, text in ((REWARD_FILE, result.reward_text), (GRADE_FILE, result.grade_text)):
@@ -83,6 +89,7 @@ def refreeze(case: Path, cases_out: Path) -> tuple[Path | None, str | None]:
     target = cases_out / old.id
     if (target / "profile.json").is_file():
         return target, None  # re-frozen by an earlier (interrupted) run of this version
+    ensure_out(cases_out.parent.parent)
     try:
         freeze(old.id, case / "reference", case / "input", target, list(old.faults), tolerances=old.tolerances,
                sampling=old.sampling, limits=old.limits, version=f"{old.version}+scoring-{SCORING_VERSION}",
@@ -161,7 +168,9 @@ def run(args: argparse.Namespace) -> int:
     items = [Item(s.key, str(s.case), str(s.submission), str(s.trajectory) if s.trajectory else None) for s in todo]
     outcomes: list[Outcome] = []   # small: the grades themselves are written, not kept
     started = time.monotonic()
-    with _progress(len(items), not args.no_progress) as bar:
+    from usd_repair_verifier.scoring.progress import on_terminal
+
+    with _progress(len(items), not args.no_progress and on_terminal()) as bar:
         for result in _engine(args).run(items):
             stored_item = by_key[result.key]
             sink.write(stored_item, result)
@@ -230,10 +239,13 @@ def add_parser(sub) -> None:
     p.add_argument("jobs", nargs="*", help="Harbor job folders (or single trial folders)")
     p.add_argument("--db", help="the episode records store's URL, instead of job folders")
     p.add_argument("--cases", required=True, help="folder of cases (CASES/<id>/ or Harbor task folders)")
-    p.add_argument("--out", default="regrade", help="job folders: where new grades go (OUT/<version>/<job>/<trial>/)")
+    p.add_argument("--out", default=None,
+                   help=f"job folders: where new grades go, OUT/<version>/<job>/<trial>/ (default: {DEFAULT_OUT}/ here; "
+                        "an earlier run's OUT resumes)")
     p.add_argument("--submission-in", default=DEFAULT_SUBMISSION_IN, help="the submission inside a trial folder")
     p.add_argument("--submissions-root", help="the store: folder holding the trial folders, when they moved")
-    p.add_argument("--engine", choices=("local", "ray"), default="local")
+    p.add_argument("--engine", choices=("local", "ray"), default="local",
+                   help="local: a pool of warm workers on this machine; ray: Ray tasks (pip install -e '.[ray]')")
     p.add_argument("-j", type=int, default=os.cpu_count() or 1, help="workers (default: the machine's cores)")
     p.add_argument("--ray-address", help="an existing Ray cluster (default: a local one started on the spot)")
     p.add_argument("--time-limit", type=float, default=540.0, help="seconds per item; past it an infrastructure error")
@@ -242,8 +254,32 @@ def add_parser(sub) -> None:
                    help="select by model, task, status or version (of the earlier grade: SCORING+VERIFIER)")
     p.add_argument("--refreeze", action="store_true", help="re-freeze cases frozen by an older scoring version")
     p.add_argument("--log-dir", help="local engine: keep each worker's pytest output here")
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress bar (none is drawn anyway when stderr is not a terminal)")
     p.set_defaults(run=_command)
+
+
+def claim_out(args: argparse.Namespace) -> None:
+    """OUT holds grades of earlier runs of this command (they resume) or nothing: never another
+    command's or a person's files, never inside a job folder, the cases or the verifier."""
+    from usd_repair_verifier.scoring.outputs import claim_folder
+
+    if args.out is None:
+        args.out = DEFAULT_OUT
+    db_file = _store_file(args.db)
+    inputs = [*(("job folder", job) for job in args.jobs), ("cases folder", args.cases),
+              ("submissions root", args.submissions_root), ("records store", db_file)]
+    claim_folder(Path(args.out), COMMAND, inputs, resume=True)
+
+
+def ensure_out(out: Path) -> Path:
+    """OUT made and marked as this command's when the first thing is written there."""
+    from usd_repair_verifier.scoring.outputs import MARK_FILE, mark
+
+    if not (out / MARK_FILE).is_file():
+        out.mkdir(parents=True, exist_ok=True)
+        mark(out, COMMAND)
+    return out
 
 
 def _command(args: argparse.Namespace) -> int:
@@ -253,7 +289,17 @@ def _command(args: argparse.Namespace) -> int:
     if args.j < 1:
         print("-j must be at least 1", file=sys.stderr)
         return 2
+    missing = [p for p in (*args.jobs, args.cases, args.submissions_root) if p and not Path(p).is_dir()]
+    if missing:
+        print(f"regrade: {missing[0]} is not a folder", file=sys.stderr)
+        return 2
+    store_file = _store_file(args.db)
+    if store_file is not None and not store_file.is_file():
+        print(f"regrade: there is no records store at {store_file} (usdgrade records ingest JOB_DIR --db "
+              f"{args.db} makes one)", file=sys.stderr)
+        return 2
     try:
+        claim_out(args)
         return run(args)
     except ValueError as error:  # a bad selection or output folder
         print(f"regrade: {error}", file=sys.stderr)
@@ -261,3 +307,18 @@ def _command(args: argparse.Namespace) -> int:
     except RuntimeError as error:  # workers that cannot start, inputs the Ray nodes cannot read
         print(f"regrade: {error}", file=sys.stderr)
         return 3
+    except Exception as error:
+        if type(error).__module__.split(".")[0] not in ("sqlalchemy", "psycopg"):
+            raise
+        # The store cannot be reached (a server that is down, a URL that is wrong): one line.
+        print(f"regrade: the records store {args.db} failed: {str(error).splitlines()[0]}", file=sys.stderr)
+        return 2
+
+
+def _store_file(db: str | None) -> Path | None:
+    """The SQLite file a --db names (a path, or sqlite:///PATH); None for a server URL."""
+    if not db:
+        return None
+    if db.startswith("sqlite:///"):
+        return Path(db.removeprefix("sqlite:///"))
+    return None if "://" in db else Path(db)

@@ -74,7 +74,25 @@ def trial_submission(trial: Path, submission_in: str = DEFAULT_SUBMISSION_IN) ->
     )
     if not result:
         stored.problem = "no readable result.json: not a Harbor trial"
+    elif stored.submission.is_dir():
+        stored.problem = changed_since_graded(stored.submission, _get(grade, "digests", "candidate", "digest"))
     return stored
+
+
+def changed_since_graded(submission: Path, graded_digest) -> str | None:
+    """Why a stored submission is not the one the earlier grade measured (its digest differs), or
+    None. A grade that recorded no digest (too large to hash, or none at all) cannot be checked."""
+    from usd_repair_verifier.profiles.digest import tree_digest
+
+    if not isinstance(graded_digest, str) or not graded_digest:
+        return None
+    try:
+        now = tree_digest(submission)
+    except OSError as error:
+        return f"the submission {submission} cannot be read: {error}"
+    if now != graded_digest:
+        return f"the submission {submission} changed since it was graded (digest differs)"
+    return None
 
 
 def job_submissions(folder: Path, submission_in: str = DEFAULT_SUBMISSION_IN) -> list[Stored]:

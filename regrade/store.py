@@ -21,7 +21,7 @@ from urllib.parse import unquote, urlparse
 from usd_repair_verifier.profiles.schema import SCORING_VERSION
 
 from usd_repair_verifier.scoring import VERIFIER_VERSION
-from usd_repair_verifier.regrade.sources import DEFAULT_SUBMISSION_IN, Stored
+from usd_repair_verifier.regrade.sources import DEFAULT_SUBMISSION_IN, Stored, changed_since_graded
 from usd_repair_verifier.regrade.warm import ItemResult
 
 
@@ -71,8 +71,6 @@ def _trajectory(episode, submissions_root: Path | None) -> Path | None:
 
 
 def store_submissions(store, submissions_root: Path | None = None) -> list[Stored]:
-    from usd_repair_verifier.profiles.digest import tree_digest
-
     stored = []
     for episode in store.iter_episodes():
         previous = _latest(store.grades(episode.episode_id))
@@ -91,7 +89,7 @@ def store_submissions(store, submissions_root: Path | None = None) -> list[Store
             item.problem = "the store does not say where this episode's submission is"
         elif not submission.is_dir():
             item.problem = f"the submission {submission} is not there"
-        elif episode.submission_digest and tree_digest(submission) != episode.submission_digest:
-            item.problem = f"the submission {submission} changed since it was graded (digest differs)"
+        else:
+            item.problem = changed_since_graded(submission, episode.submission_digest)
         stored.append(item)
     return stored

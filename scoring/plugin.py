@@ -38,6 +38,7 @@ from usd_repair_verifier.gates.validity import ResourceLimits, timed_validity
 from usd_repair_verifier.profiles.case import Case, CaseError, load_case
 
 from . import grade_file, outputs, readable
+from .measured_failures import MeasuredFailures
 from .reward import INFRASTRUCTURE_EXIT, NO_RESULTS, OUTCOMES, Expected, TestResults, apply_closed_book, decide
 from .work_share import WORKER_INPUT_KEY, LocalWork, SharedWork
 
@@ -150,9 +151,12 @@ class GradingRun:
 
     def start(self) -> None:
         config = self.config
-        if outputs.inside(self.out, self.submission):
-            raise pytest.UsageError(f"--out {config.getoption('out')} lies inside the submission "
-                                    f"{config.getoption('submission')}")
+        try:  # never inside the submission, the case or the verifier (scoring/outputs.py)
+            outputs.check_grade_output(self.out, submission=self.submission, case=self.case_dir,
+                                       inputs=[("trajectory", self.trajectory)])
+        except outputs.OutputRefused as error:
+            raise pytest.UsageError(str(error)) from None
+        config.pluginmanager.register(MeasuredFailures(), "usdgrade-measured-failures")  # one line per failing check
         # json-report is our record of every test; our own files are the outputs.
         config.option.json_report = True
         config.option.json_report_file = None

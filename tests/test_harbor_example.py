@@ -164,7 +164,7 @@ def test_usdgrade_task_refuses_a_folder_that_is_not_a_task_and_a_tampered_case(t
     out = tmp_path / "not-a-task"
     out.mkdir()
     (out / "keep.txt").write_text("mine")
-    assert main(["task", str(FIXTURE_CASE), "--out", str(out)]) == 1
+    assert main(["task", str(FIXTURE_CASE), "--out", str(out)]) == 2   # an output refused: nothing written
     assert (out / "keep.txt").read_text() == "mine"
     case = tmp_path / "case"
     shutil.copytree(FIXTURE_CASE, case)

@@ -111,12 +111,32 @@ def test_installed_engine_matches_the_pins():
     assert found == pinned_versions(), "the installed engine differs from the pins: pip install -e '.[test]'"
 
 
+STEPS: list[tuple[str, str]] = []    # the long steps ant_self's run showed (scoring/progress.py draws them)
+
+
 @pytest.fixture(scope="module")
 def ant_self(tmp_path_factory):
+    from contextlib import contextmanager
+
+    from usd_repair_verifier.physical import grade as physical_grade
+
+    @contextmanager
+    def working(desc, note=""):
+        STEPS.append((desc, note))
+        yield
+
     out = tmp_path_factory.mktemp("ant_self")
-    record = run_physical(ANT, ANT / "reference", out)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(physical_grade, "working", working)
+        record = run_physical(ANT, ANT / "reference", out)
     PhysicalRecord.model_validate_json((out / PHYSICAL_FILE).read_bytes())
     return record
+
+
+def test_the_runtime_session_is_a_step_a_terminal_shows(ant_self):
+    """The first run compiles the engine's kernels for about a minute: never in silence at a terminal."""
+    assert [desc for desc, _ in STEPS] == ["physical: runtime tests of reference and candidate in Newton"]
+    assert STEPS[0][1] in ("the first run compiles the engine's kernels, about a minute", "about 5 to 10 s")
 
 
 def test_reference_against_itself_passes_every_test(ant_self):

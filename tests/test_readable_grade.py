@@ -93,6 +93,28 @@ def test_demo_summary_says_the_cap_was_not_reached(demo_grade):
     assert "objective not met (R 0.5000, cap 0.99 not reached)" in out
 
 
+def test_the_readmes_sample_summary_is_what_the_demo_prints(demo_grade):
+    """The Quick start shows the demo's summary abridged: each of its lines (a wrapped line joined,
+    `...` standing for what it leaves out) is printed by the demo, in that order."""
+    import re
+
+    readme = (ROOT / "README.md").read_text()
+    sample = re.search(r"(?ms)^```\n(status graded.*?)^```", readme).group(1)
+    lines = []
+    for line in sample.splitlines():
+        if line.startswith("    ") and lines:
+            lines[-1] += " " + line.strip()
+        else:
+            lines.append(line)
+    printed = demo_grade["stdout"][demo_grade["stdout"].index("= usdgrade ="):].splitlines()
+    for line in lines:
+        line = line.replace(".../out/demo/", "...")       # this grade's OUT is a folder of the test's
+        pattern = re.compile(".*?".join(re.escape(part) for part in line.split("...")).replace(r"\ ", " ") + "$")
+        found = next((i for i, said in enumerate(printed) if pattern.match(said)), None)
+        assert found is not None, f"README shows {line!r}; the demo printed:\n" + "\n".join(printed)
+        printed = printed[found + 1:]
+
+
 def test_partial_summary_says_what_did_not_run(partial_grade):
     grade, out = partial_grade["grade"], partial_grade["stdout"]
     assert grade.status == "partial"

@@ -51,3 +51,101 @@ def test_every_relative_link_leads_somewhere(markdown):
         elif anchor and file.suffix == ".md" and anchor not in anchors(file):
             broken.append(f"{target}: no heading #{anchor} in {file.name}")
     assert not broken, broken
+
+
+def test_the_readme_is_a_front_door():
+    assert len(README.read_text().splitlines()) <= 260
+
+
+def _usdgrade_commands(text: str) -> list[str]:
+    """Every `usdgrade ...` the text shows: lines of its code blocks and its inline code spans."""
+    commands = []
+    for block in re.findall(r"(?ms)^```[a-z]*\n(.*?)^```", text):
+        commands += [line.split("  #")[0].strip() for line in block.splitlines() if line.startswith("usdgrade ")]
+    commands += [" ".join(span.split()) for span in re.findall(r"`(usdgrade\s[^`]+)`", text)]  # a span may wrap
+    return commands
+
+
+def test_a_command_is_found_in_every_form_the_markdown_shows_it():
+    text = "```sh\nusdgrade grade DIR  # a comment\n```\nor `usdgrade\nexplain OUT/grade.json`, not `usdgrader x`"
+    assert _usdgrade_commands(text) == ["usdgrade grade DIR", "usdgrade explain OUT/grade.json"]
+
+
+def test_a_command_or_option_the_parser_lacks_is_named():
+    from usd_repair_verifier.commands.cli import build_parser
+
+    parser = build_parser()
+    assert _unknown("usdgrade regrade JOB --cases C [--db FILE]", parser) is None
+    assert _unknown("usdgrade regrades JOB", parser) == "usdgrade has no command 'regrades'"
+    assert _unknown("usdgrade records show X --out D", parser) == "usdgrade records show has no option --out"
+
+
+def _unknown(command: str, parser) -> str | None:
+    import argparse
+    import shlex
+
+    words = shlex.split(command.replace("[", " ").replace("]", " ").replace("|", " "))[1:]
+    node, path = parser, ["usdgrade"]
+    while True:
+        sub = next((a for a in node._actions if isinstance(a, argparse._SubParsersAction)), None)
+        if sub is None or not words or words[0].startswith("-"):
+            break
+        if words[0] == "COMMAND":       # a placeholder for any of them
+            return None
+        if words[0] not in sub.choices:
+            return f"{' '.join(path)} has no command {words[0]!r}"
+        path.append(words[0])
+        node = sub.choices[words.pop(0)]
+    known = {flag for action in node._actions for flag in action.option_strings}
+    for word in words:
+        flag = word.split("=")[0]
+        if flag.startswith("-") and flag not in known and flag != "...":
+            return f"{' '.join(path)} has no option {flag}"
+    return None
+
+
+@pytest.mark.parametrize("markdown", [README, *sorted((ROOT / "docs").glob("*.md"))], ids=lambda p: p.name)
+def test_every_usdgrade_command_shown_exists_in_the_parser(markdown):
+    from usd_repair_verifier.commands.cli import build_parser
+
+    parser = build_parser()
+    shown = _usdgrade_commands(markdown.read_text())
+    problems = [f"{command}: {why}" for command in shown if (why := _unknown(command, parser))]
+    assert not problems, problems
+    if markdown == README:
+        assert len(shown) >= 15
+
+
+def test_the_readme_records_and_regrade_commands_run_as_written(tmp_path):
+    """The task author's block, run from a folder that holds the checkout's fixtures, as written."""
+    import os
+    import shlex
+    import subprocess
+    import sys
+
+    block = re.search(r"(?ms)^```\n(usdgrade records ingest.*?)^```", README.read_text()).group(1)
+    (tmp_path / "fixtures").symlink_to(ROOT / "fixtures")
+    (tmp_path / "out").mkdir()                                  # as the Quick start's first command left it
+    env = dict(os.environ, PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+    outputs = []
+    for line in block.splitlines():
+        r = subprocess.run(shlex.split(line), cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)
+        assert r.returncode == 0, f"{line}\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}"
+        outputs.append(r.stdout + r.stderr)
+    assert (tmp_path / "out" / "report" / "report.html").is_file()
+    assert "26 to grade" in outputs[2] and "1 cannot be graded" in outputs[2] and "rewards moved" in outputs[2]
+    assert "graded 26 in" in outputs[2] and "1 invalid, 1 preservation_failed" in outputs[2]
+    assert "8 to grade" in outputs[3] and "graded 8 in" in outputs[3]      # model-c's environment that never started: 1 skipped
+
+
+def test_every_extra_has_its_install_size_in_the_readme():
+    """The install table gives each extra's venv size in MB, as tools/install_sizes.sh measures it."""
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    text = README.read_text()
+    rows = {m.group(1) or "core": m.group(2)   # `pip install -e .` (the core), then `.[EXTRA]`
+            for m in re.finditer(r"(?m)^\| `(?:pip install -e \.|\.\[(\w+)\])` \|.*\| ([\d,]+ MB) \|$", text)}
+    assert set(rows) == {"core", *extras}, rows
+    script = (ROOT / "tools" / "install_sizes.sh").read_text()
+    assert set(re.search(r"for extra in ([\w ]+); do", script).group(1).split()) == {"none", "core", *extras}

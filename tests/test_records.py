@@ -438,8 +438,10 @@ def test_a_kept_submission_is_located_for_regrading(store, tmp_path):
     job = tmp_path / "job"
     shutil.copytree(JOB, job)
     names = sorted(p.name for p in job.iterdir() if p.is_dir())
-    (job / names[0] / "artifacts" / "app").mkdir()
+    assert (job / names[0] / "artifacts" / "app").is_dir()                 # the fixture's stored submission
+    shutil.rmtree(job / names[1] / "artifacts" / "app")
     (job / names[1] / "artifacts" / "app").symlink_to(tmp_path)          # never followed
+    shutil.rmtree(job / names[2] / "artifacts" / "app")                   # none kept
     ingest(store, [job])
     paths = {e.trial_name: e.submission_path for e in store.iter_episodes({"source": "harbor"})}
     assert paths[names[0]] == str((job / names[0] / "artifacts" / "app").resolve())

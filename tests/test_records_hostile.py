@@ -152,7 +152,7 @@ def _layout(root: Path, name: str) -> Path:
     elif name == "planted":                           # no result.json; the agent's artifacts hold a grade
         shutil.copytree(_trials(JOB)[1], folder)
         (folder / "result.json").unlink()
-        (folder / "artifacts" / "app").mkdir(parents=True)
+        (folder / "artifacts" / "app").mkdir(parents=True, exist_ok=True)   # beside the stored submission
         shutil.copy(PLAIN / "ant_demo" / "grade.json", folder / "artifacts" / "app" / "grade.json")
     else:
         shutil.copytree(PLAIN / "ant_demo", folder)

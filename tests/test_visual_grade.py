@@ -154,11 +154,19 @@ def test_not_authorized_without_flag_or_env(graded, tmp_path):
     record = run_visual(CASE, CASE / "reference", graded, tmp_path / "out", judge_kind="anthropic", env=NO_ENV)
     assert record["status"] == "not_authorized" and record["score"] is None
     assert AUTHORIZE_ENV in record["reason"] and record["judge"] is None and record["renders"] is None
-    record = run_visual(CASE, CASE / "reference", graded, tmp_path / "out2", judge_kind="fake",
+    record = run_visual(CASE, CASE / "reference", graded, tmp_path / "out2", judge_kind="anthropic",
                         env={AUTHORIZE_ENV: "0"})
     assert record["status"] == "not_authorized"
     record = run_visual(CASE, CASE / "reference", graded, tmp_path / "out3", judge_kind="fake", env=AUTH_ENV)
     assert record["status"] == "graded" and record["authorization"] == {"authorized": True, "source": AUTHORIZE_ENV}
+
+
+def test_the_fake_judge_needs_no_authorization(graded, tmp_path):
+    """A dry run sends nothing anywhere: --judge fake grades without --authorize, and says why."""
+    record = run_visual(CASE, CASE / "reference", graded, tmp_path / "out", judge_kind="fake",
+                        env={AUTHORIZE_ENV: "0"})
+    assert record["status"] == "graded" and record["dry_run"] is True
+    assert record["authorization"] == {"authorized": True, "source": "--judge fake"}
 
 
 def test_fake_judge_grade_and_record(graded, tmp_path):
@@ -417,7 +425,7 @@ def test_bytes_changed_while_rendering_are_an_error(graded, tmp_path, monkeypatc
 def test_a_verifier_fault_still_writes_visual_json(graded, tmp_path, monkeypatch):
     from usd_repair_verifier.visual import grade
 
-    monkeypatch.setattr(grade, "_authorized", lambda flag, env: 1 / 0)
+    monkeypatch.setattr(grade, "_authorized", lambda *args: 1 / 0)
     record = run_visual(CASE, CASE / "reference", graded, tmp_path / "out", authorize=True, judge_kind="fake",
                         env=NO_ENV)
     assert record["status"] == "error" and "verifier fault: ZeroDivisionError" in record["reason"]

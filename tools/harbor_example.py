@@ -53,7 +53,7 @@ def _own_files(task: Path) -> dict[str, bytes]:
 def write(out: Path = EXAMPLE) -> Path:
     from usd_repair_verifier.authoring.task import write_task
 
-    write_task(CASE, out)
+    write_task(CASE, out, force=True)   # the example is this command's own output, written again
     (out / LOCK).write_text(_text(lock_of(out)), encoding="utf-8")
     return out
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from usd_repair_verifier.profiles.digest import tree_digest
 from usd_repair_verifier.scoring.outputs import prepare_separate_output, write_json
+from usd_repair_verifier.scoring.progress import progress, working
 
 from . import judge as judges
 from . import render, rubric as rubrics
@@ -30,11 +31,16 @@ TRUTHY = {"1", "true", "yes", "on"}
 RECORD_VERSION = "2"
 
 
-def _authorized(flag: bool, env) -> dict:
+FAKE_JUDGE = "--judge fake"
+
+
+def _authorized(flag: bool, env, fake_judge: bool = False) -> dict:
     if flag:
         return {"authorized": True, "source": "--authorize"}
     if str(env.get(AUTHORIZE_ENV, "")).strip().lower() in TRUTHY:
         return {"authorized": True, "source": AUTHORIZE_ENV}
+    if fake_judge:   # a dry run: no image leaves this machine, so there is nothing to authorize
+        return {"authorized": True, "source": FAKE_JUDGE}
     return {"authorized": False, "source": None}
 
 
@@ -79,7 +85,8 @@ def run_visual(case: Path, submission: Path, grade_path: Path, out: Path, *, aut
     """
     env = os.environ if env is None else env
     case, submission, out = Path(case), Path(submission), Path(out)
-    prepare_separate_output(out, submission, VISUAL_FILE)
+    prepare_separate_output(out, submission, VISUAL_FILE, [("case", case), ("grade", grade_path),
+                                                          ("rubric", rubric_path), ("judge cache", cache_dir)])
     stale = out / RENDER_DIR                  # renders of an earlier run are never left beside a new record
     if stale.is_dir() and not stale.is_symlink():
         for old in stale.glob("*.png"):
@@ -164,7 +171,8 @@ def _render(run: _Run, loaded, submission: Path):
     record = run.record
     t0 = time.monotonic()
     try:
-        rendered = render.render_pair(loaded.paths.reference, submission, run.out / RENDER_DIR)
+        with working("visual: rendering reference and candidate", "five views each"):
+            rendered = render.render_pair(loaded.paths.reference, submission, run.out / RENDER_DIR)
     except Exception as error:  # RenderError, a USD failure: no score from a broken render
         return None, run.finish("error", f"render failed: {type(error).__name__}: {error}")
     record["timings"]["render_s"] = round(time.monotonic() - t0, 3)
@@ -216,8 +224,9 @@ def _grade(run: _Run, *, authorize, judge, judge_kind, judge_model, votes, rubri
     loaded, finished = _check_inputs(run, case, submission, Path(record["grade_json"]))
     if finished:
         return finished
-    # 3. explicit authorization: images go to an outside service and cost money
-    record["authorization"] = _authorized(authorize, env)
+    # 3. explicit authorization: images go to an outside service and cost money (not the fake judge's)
+    fake = getattr(judge, "kind", None) == "fake" if judge is not None else judge_kind == "fake"
+    record["authorization"] = _authorized(authorize, env, fake)
     if not record["authorization"]["authorized"]:
         return run.finish("not_authorized", f"the visual grade sends images to an outside judge: pass --authorize "
                                             f"or set {AUTHORIZE_ENV}=1")
@@ -271,7 +280,7 @@ def _judge_and_score(run: _Run, judge, rubric: dict, images: list, votes: int, c
                        "votes_requested": votes, "prompt_version": judges.PROMPT_VERSION}
     outcomes: list = []
     t0 = time.monotonic()
-    for index in range(votes):
+    for index in progress(range(votes), f"visual: asking the {judge.kind} judge", "vote"):
         try:
             vote = judge.vote(rubric, images)
         except judges.JudgeError as error:

@@ -37,7 +37,7 @@ class Digests(_Strict):
 
 class Authorization(_Strict):
     authorized: bool
-    source: Literal["--authorize", "USDGRADE_VISUAL_AUTHORIZE"] | None
+    source: Literal["--authorize", "USDGRADE_VISUAL_AUTHORIZE", "--judge fake"] | None
 
 
 class Image(_Strict):
