@@ -1,0 +1,151 @@
+"""Tasks written by `usdgrade task`, run by the real Harbor 0.26.0 with real Docker containers.
+
+Oracle and nop on three tasks (textures, closed book, a mass and collision fault); Harbor's own
+terminus-2 agent driven by a scripted model (one run repairs offline, one tries to fetch a URL);
+`harbor job regrade`, `usdgrade records ingest` and `usdgrade regrade` on those jobs.
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+
+from harbor_client import harbor_regrade, harbor_run, usdgrade
+from scripted_model import CountingServer, ScriptedModel, terminus_reply
+
+CLOSED_BOOK = {"cabinet_drawer_door": True, "ant_two_joint_faults": True, "gripper_hull_and_mass": False}
+# The ant's moved joint frame, repaired by hand: the same edit as the fixture submission
+# fixtures/submissions/ant_two_joint_faults_one_repair (one of its two faults: 0.5).
+REPAIR = ("sed -i 's/physics:localPos1 = (0.08320544, 0.0012113871, -0.042976666)/physics:localPos1 = (0, 0, 0)/'"
+          " /app/Payload/Physics.usda\n")
+MODEL_INFO = '{"max_input_tokens": 200000, "max_output_tokens": 8192, "input_cost_per_token": 0, "output_cost_per_token": 0}'
+
+
+def test_oracle_scores_one_on_every_task(oracle_job):
+    trials = oracle_job.by_task()
+    assert sorted(t.split("/")[-1] for t in trials) == sorted(CLOSED_BOOK), oracle_job.output[-2000:]
+    for name, trial in trials.items():
+        case = name.split("/")[-1]
+        assert trial.exception is None and trial.rewards == {"authored_usd": 1.0}, trial.describe()
+        grade = trial.grade
+        assert grade["status"] == "graded" and grade["objective_success"] is True, trial.describe()
+        # Closed book: the oracle's own one-step trajectory, read like any agent's.
+        verdict = grade["closed_book"]
+        if CLOSED_BOOK[case]:
+            assert verdict["status"] == "clean" and verdict["run"]["agent"] == "oracle", verdict
+        else:
+            assert verdict == {"required": False}
+        details = trial.verifier_file("reward-details.json")["authored_usd"]
+        assert details["kind"] == "graded" and details["score"] == 1.0 and details["criteria"]
+        assert "usdgrade: graded; authored_usd 1.0" in trial.log()
+
+
+def test_nop_scores_zero_on_every_task(nop_job):
+    for name, trial in nop_job.by_task().items():
+        case = name.split("/")[-1]
+        assert trial.exception is None and trial.rewards == {"authored_usd": 0.0}, trial.describe()
+        grade = trial.grade
+        # The nop agent leaves the input untouched and writes no trajectory: closed book fails
+        # closed (unverified); open book grades the unrepaired input at 0.
+        expected = "closed_book_unverified" if CLOSED_BOOK[case] else "graded"
+        assert grade["status"] == expected and grade["raw_authored_usd"] == 0.0, trial.describe()
+
+
+def test_the_task_has_a_semantic_version_harbor_reads(oracle_job):
+    for trial in oracle_job.trials():
+        lock = json.loads((trial.folder / "lock.json").read_text())
+        assert lock["task"]["version"] == "1.0.0", lock["task"]
+        assert lock["task"]["name"].startswith("usdgrade/"), lock["task"]
+
+
+@pytest.fixture(scope="session")
+def terminus_jobs(harbor_stack, dataset, jobs, docker_gateway):
+    """Harbor's terminus-2 on the ant task (closed book), its model a scripted server on
+    127.0.0.1: one run repairs one fault offline, one first tries to fetch the reference from a
+    server on this machine that the agent's container could reach without the network policy."""
+    task = dataset / "ant_two_joint_faults"
+    runs = {}
+    with CountingServer(docker_gateway) as target:
+        fetch = f"curl -sS -m 5 {target.url} -o /tmp/reference.usda; echo curl-exit-$?\n"
+        scripts = {"repair": [[REPAIR]], "fetch": [[fetch, REPAIR]]}
+        for name, steps in scripts.items():
+            replies = [terminus_reply(commands, False) for commands in steps]
+            replies += [terminus_reply([], True), terminus_reply([], True)]
+            with ScriptedModel(replies) as model:
+                job = harbor_run(harbor_stack, task, "terminus-2", jobs, f"terminus-{name}", "-m", "openai/scripted",
+                                 "--ak", f"api_base={model.base_url}", "--ak", "enable_summarize=false",
+                                 "--ak", "record_terminal_session=false", "--ak", "max_turns=6",
+                                 "--ak", f"model_info={MODEL_INFO}", concurrent=1)
+            runs[name] = (job, len(model.requests))
+        runs["target_hits"] = target.hits
+    return runs
+
+
+def test_a_terminus_repair_grades_at_its_measured_reward(terminus_jobs, tmp_path):
+    job, requests = terminus_jobs["repair"]
+    (trial,) = job.trials()
+    assert trial.exception is None and requests >= 3, trial.describe()
+    assert trial.rewards == {"authored_usd": 0.5}, trial.describe()
+    grade = trial.grade
+    assert grade["status"] == "graded" and grade["closed_book"]["status"] == "clean"
+    assert grade["closed_book"]["run"]["agent"] == "terminus-2"
+    # The same bytes graded here, outside Harbor, give the same reward.
+    r = usdgrade("grade", str(trial.folder / "artifacts" / "app"), "--case",
+                 str(trial.folder.parent.parent.parent / "dataset" / "ant_two_joint_faults" / "tests" / "case"),
+                 "--out", str(tmp_path / "out"), "--trajectory", str(trial.folder / "agent" / "trajectory.json"))
+    assert r.returncode == 0, r.stderr
+    assert json.loads((tmp_path / "out" / "reward.json").read_text()) == {"authored_usd": 0.5}
+
+
+def test_a_fetch_is_stopped_by_the_network_and_zeroed_by_the_rule(terminus_jobs):
+    job, _ = terminus_jobs["fetch"]
+    (trial,) = job.trials()
+    assert trial.exception is None and trial.rewards == {"authored_usd": 0.0}, trial.describe()
+    grade = trial.grade
+    assert grade["status"] == "closed_book_violation" and grade["raw_authored_usd"] == 0.5, trial.describe()
+    violations = grade["network_violations"]
+    trajectory = json.loads((trial.folder / "agent" / "trajectory.json").read_text())
+    curl_steps = [s["step_id"] for s in trajectory["steps"]
+                  if any("curl" in json.dumps(c.get("arguments")) for c in s.get("tool_calls") or [])]
+    assert curl_steps and {v["step_id"] for v in violations} == set(curl_steps), violations
+    # The network policy stopped the fetch itself: the server never saw it, and curl failed.
+    assert terminus_jobs["target_hits"] == 0
+    observed = json.dumps(trajectory)
+    assert "curl-exit-0" not in observed and "curl-exit-" in observed
+
+
+def test_harbor_job_regrade_reproduces_every_reward(harbor_stack, dataset, jobs, oracle_job, nop_job, terminus_jobs):
+    for source in (oracle_job, nop_job, terminus_jobs["repair"][0], terminus_jobs["fetch"][0]):
+        tasks = dataset if len(source.trials()) > 1 else dataset / "ant_two_joint_faults"
+        regraded = harbor_regrade(harbor_stack, source, tasks, jobs, f"regrade-{source.folder.name}")
+        before = {t.task: t.rewards for t in source.trials()}
+        after = {t.task: t.rewards for t in regraded.trials()}
+        assert after == before, regraded.output[-2000:]
+        assert all(t.exception is None for t in regraded.trials()), [t.describe() for t in regraded.trials()]
+
+
+def test_records_ingest_of_the_job_folders_matches_harbor(tmp_path, oracle_job, nop_job, terminus_jobs):
+    sources = [oracle_job, nop_job, terminus_jobs["repair"][0], terminus_jobs["fetch"][0]]
+    db = tmp_path / "records.sqlite"
+    r = usdgrade("records", "ingest", *(str(j.folder) for j in sources), "--db", str(db))
+    assert r.returncode == 0, r.stdout + r.stderr
+    with sqlite3.connect(db) as connection:
+        rows = connection.execute("SELECT e.job_name, e.trial_name, g.authored_usd FROM episodes e "
+                                  "JOIN grades g ON g.episode_id = e.episode_id").fetchall()
+    stored = {(job, trial): reward for job, trial, reward in rows}
+    expected = {(j.folder.name, t.folder.name): t.rewards["authored_usd"] for j in sources for t in j.trials()}
+    assert stored == expected
+
+
+def test_usdgrade_regrade_of_the_job_folders_reproduces_them(tmp_path, dataset, oracle_job, nop_job, terminus_jobs):
+    sources = [oracle_job, nop_job, terminus_jobs["repair"][0], terminus_jobs["fetch"][0]]
+    out = tmp_path / "regraded"
+    r = usdgrade("regrade", *(str(j.folder) for j in sources), "--cases", str(dataset), "--out", str(out),
+                 "--no-progress", timeout=1800)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    for job in sources:
+        for trial in job.trials():
+            found = list(out.glob(f"*/{job.folder.name}/{trial.folder.name}/reward.json"))
+            assert len(found) == 1, (job.folder.name, trial.folder.name, r.stdout[-2000:])
+            assert json.loads(found[0].read_text()) == trial.rewards, trial.describe()
