@@ -233,6 +233,13 @@ def write_dataset(cases_dir: Path, out: Path, options: TaskOptions = TaskOptions
 
 
 def task_command(args: argparse.Namespace) -> int:
+    if args.check:
+        from .task_check import check_command
+
+        return check_command(args.check)
+    if not args.out:
+        print("task needs --out (or --check TASK)", file=sys.stderr)
+        return 2
     options = TaskOptions(base_image=args.base_image, closed_book=not args.open_book, name=args.task_name,
                           version=args.task_version, allowed_hosts=tuple(args.allow_host or ()))
     try:
@@ -255,7 +262,9 @@ def add_parser(sub) -> None:
     p = sub.add_parser("task", help="write a Harbor task folder (or a dataset) from frozen cases")
     p.add_argument("case", nargs="?", help="a frozen case folder")
     p.add_argument("--cases", help="a folder of cases: writes one task per case under --out")
-    p.add_argument("--out", required=True)
+    p.add_argument("--out", help="the task folder to write (or the dataset folder, with --cases)")
+    p.add_argument("--check", metavar="TASK", help="run TASK's test.sh (no Docker) on its oracle solution and its "
+                   "untouched input and say in one line whether the task is sound")
     p.add_argument("--base-image", default=BASE_IMAGE, help="both images' base, pinned by digest")
     p.add_argument("--open-book", action="store_true",
                    help="do not grade the agent's trajectory (tasks are closed book by default: docs/closed-book.md)")

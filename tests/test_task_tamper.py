@@ -154,7 +154,7 @@ def run_attack(layout, app_link: str = "", agent_script: str = AGENT_SCRIPT, rew
     assert (layout["status"] / "exit").read_text().strip() == "test.sh exit 0", r.stderr[-2000:] + log[-3000:]
     if agent_script is AGENT_SCRIPT:   # both planted processes ran before the grade began
         assert (layout["status"] / "rewriter").exists() and (layout["status"] / "waiter").exists()
-    assert sorted(os.listdir(logs)) == ["grade.json", "reward.json", "test-stdout.txt"], log[-2000:]
+    assert sorted(os.listdir(logs)) == ["grade.json", "reward-details.json", "reward.json", "test-stdout.txt"], log[-2000:]
     assert read_json(logs / "reward.json") == {"authored_usd": reward}
     assert sorted(os.listdir(layout["pwned"])) == [], "planted code ran"
     return read_json(logs / "grade.json"), log
@@ -174,3 +174,35 @@ def test_the_oracle_solution_scores_one(layout):
     """Harbor's oracle agent runs solution/solve.sh in the agent's container (planted files and all)."""
     grade, _ = run_attack(layout, agent_script=ORACLE_SCRIPT, reward=1.0)
     assert grade["status"] == "graded" and grade["objective_success"] is True
+
+
+SWEEP_SCRIPT = r"""
+# PID 1 is `sh`, its keep-alive child started with it, as Harbor starts every service.
+sleep 1000 &
+sleep 2
+# Later, the "agent" leaves a process behind (orphaned, so PID 1 inherits it).
+sh -c 'sleep 999 & exit 0'
+bash "$SWEEP"
+sleep 0.3
+ps -eo pid,ppid,args > "$OUT"
+"""
+
+
+def test_the_sweep_ends_what_the_agent_left_and_keeps_the_containers_keep_alive(tmp_path):
+    """test.sh's process sweep in a PID namespace laid out as Harbor's container: PID 1 `sh` and
+    its `sleep` keep-alive (ending it stops the container, and test.sh with it) survive; a
+    process started later and left behind is ended."""
+    from usd_repair_verifier.authoring.task import render_test_sh
+
+    namespaces_available()
+    text = render_test_sh()
+    sweep = tmp_path / "sweep.sh"
+    sweep.write_text(text[text.index("proc_stat() {"):text.index("\nend_other_processes\n")] + "\nend_other_processes\n")
+    out = tmp_path / "ps.txt"
+    r = subprocess.run(["unshare", "-p", "-f", "--mount-proc", "sh", "-c", SWEEP_SCRIPT], capture_output=True,
+                       text=True, timeout=60, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "SWEEP": str(sweep), "OUT": str(out)})
+    processes = out.read_text()
+    commands = [line.split(None, 2)[2] for line in processes.splitlines()[1:] if len(line.split(None, 2)) == 3]
+    assert r.returncode == 0, r.stderr + processes
+    assert "sleep 1000" in commands, processes     # the keep-alive
+    assert "sleep 999" not in commands, processes  # what the agent left
