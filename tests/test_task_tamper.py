@@ -88,7 +88,10 @@ mount --bind "$SOLUTION" "$R/solution"
 mkdir -p "$R/var/lib/usdgrade-trajectory"
 cp "$TRAJECTORY" "$R/var/lib/usdgrade-trajectory/trajectory.json"
 if [ -n "${APP_LINK:-}" ]; then umount "$R/app"; rmdir "$R/app"; ln -s "$APP_LINK" "$R/app"; fi
-exec chroot "$R" /bin/bash -c "$AGENT_SCRIPT"
+# PID 1 stays this shell, as in Harbor's container PID 1 is its keep-alive; the agent's moves run
+# in a child of it (Harbor runs them with `docker exec`); the `exit` keeps bash from exec'ing it.
+chroot "$R" /bin/bash -c "$AGENT_SCRIPT"
+exit $?
 """
 
 
@@ -154,7 +157,8 @@ def run_attack(layout, app_link: str = "", agent_script: str = AGENT_SCRIPT, rew
     assert (layout["status"] / "exit").read_text().strip() == "test.sh exit 0", r.stderr[-2000:] + log[-3000:]
     if agent_script is AGENT_SCRIPT:   # both planted processes ran before the grade began
         assert (layout["status"] / "rewriter").exists() and (layout["status"] / "waiter").exists()
-    assert sorted(os.listdir(logs)) == ["grade.json", "reward-details.json", "reward.json", "test-stdout.txt"], log[-2000:]
+    assert sorted(os.listdir(logs)) == ["grade.json", "reward-details.json", "reward.json", "test-stdout.txt"], \
+        (sorted(os.listdir(logs)), log[-2000:])
     assert read_json(logs / "reward.json") == {"authored_usd": reward}
     assert sorted(os.listdir(layout["pwned"])) == [], "planted code ran"
     return read_json(logs / "grade.json"), log
