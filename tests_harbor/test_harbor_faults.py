@@ -51,11 +51,12 @@ def make_variant(source, dest, name: str):
 
 
 def kill_verifier_when_grading(stop: threading.Event, killed: list) -> None:
-    """Kill the `killed` variant's verifier container once its test.sh runs."""
+    """Kill the `killed` variant's verifier container once its test.sh runs (Harbor names the
+    compose project after the task folder: killed__<id>__verifier__trial)."""
     while not stop.is_set():
         names = subprocess.run(["docker", "ps", "--format", "{{.Names}}"], capture_output=True, text=True).stdout.split()
         for name in names:
-            if name.startswith("fault-killed") and "verifier" in name and name.endswith("-main-1"):
+            if name.startswith("killed__") and "verifier" in name and name.endswith("-main-1"):
                 top = subprocess.run(["docker", "top", name], capture_output=True, text=True).stdout
                 if "test.sh" in top and "sleep 3600" in top:
                     subprocess.run(["docker", "kill", name], capture_output=True)
