@@ -34,37 +34,28 @@ print("usdgrade: " + status + cause + "; authored_usd " + str(grade.get("authore
 
 # 1. End every process the agent may have left running (shared mode: one that would rewrite
 #    reward.json after the grade, or swap the submission during it), until none is left. Kept:
-#    PID 1, the children PID 1 started with the container (Harbor's keep-alive: PID 1 is
-#    `sh -c "sleep infinity"` and `sleep` its child; ending it stops the container and this
-#    script with it) and this script's own ancestry. A process cannot be started earlier than
-#    it was, so nothing the agent ran passes for the keep-alive. A separate verifier's container
-#    holds no process of the agent's: there the sweep finds nothing to end. No subshell runs
-#    while processes are ended.
-proc_stat() {   # proc_stat PID: FIELDS = the fields after the command name (state ppid ... starttime=$20)
-    local line
-    read -r line < "/proc/$1/stat" 2>/dev/null || return 1
-    FIELDS=${line##*) }
-}
+#    the container's own command, which is every process of PID 1's session (Harbor's keep-alive:
+#    PID 1 is `sh -c "sleep infinity"`, `sleep` its child; ending it stops the container and this
+#    script with it), and this script's own ancestry. Everything Harbor runs in a container, the
+#    agent included, comes in through `docker exec`, which starts a session of its own; a
+#    session can be left but never joined, so no process of the agent's is in session 1, even
+#    one orphaned to PID 1. A separate verifier's container holds no process of the agent's:
+#    there the sweep finds nothing to end. No subshell runs while processes are ended.
 end_other_processes() {
-    local keep=" 1 $$ " pid=$$ boot=0 window pass p survivors
-    while [ "$pid" -gt 1 ] && proc_stat "$pid"; do
-        set -- $FIELDS
+    local keep=" 1 $$ " pid=$$ line pass p survivors
+    while [ "$pid" -gt 1 ] && read -r line < "/proc/$pid/stat"; do
+        set -- ${line##*) }   # state ppid pgrp session ...
         pid=$2
         keep="$keep$pid "
-    done
-    proc_stat 1 && set -- $FIELDS && boot=${20}
-    window=$(getconf CLK_TCK 2>/dev/null || echo 100)   # one second, in clock ticks (before the kills)
-    for p in /proc/[0-9]*; do
-        p=${p#/proc/}
-        proc_stat "$p" || continue
-        set -- $FIELDS
-        [ "$2" = 1 ] && [ "${20}" -le $((boot + window)) ] && keep="$keep$p "
     done
     for pass in 1 2 3 4 5 6 7 8 9 10; do
         survivors=0
         for p in /proc/[0-9]*; do
             p=${p#/proc/}
             case "$keep" in *" $p "*) continue ;; esac
+            read -r line < "/proc/$p/stat" 2>/dev/null || continue
+            set -- ${line##*) }
+            [ "$4" = 1 ] && continue   # session 1: the container's own command
             kill -KILL "$p" 2>/dev/null && survivors=1
         done
         [ "$survivors" = 0 ] && return 0
