@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -138,3 +139,11 @@ def write_task(case: str, out: Path, base_image: str, *options: str) -> Path:
     r = usdgrade("task", str(CASES / case), "--out", str(out), "--base-image", base_image, *options)
     assert r.returncode == 0, r.stderr
     return out
+
+
+def concurrently(**calls):
+    """Run each call in a thread of its own (each mostly waits on a `harbor` process) and return
+    name -> result; the first exception is raised once all have ended."""
+    with ThreadPoolExecutor(max_workers=len(calls)) as pool:
+        futures = {name: pool.submit(call) for name, call in calls.items()}
+        return {name: future.result() for name, future in futures.items()}

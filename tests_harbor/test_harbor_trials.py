@@ -9,17 +9,9 @@ from __future__ import annotations
 import json
 import sqlite3
 
-import pytest
-
-from harbor_client import harbor_regrade, harbor_run, usdgrade
-from scripted_model import CountingServer, ScriptedModel, terminus_reply
+from harbor_client import usdgrade
 
 CLOSED_BOOK = {"cabinet_drawer_door": True, "ant_two_joint_faults": True, "gripper_hull_and_mass": False}
-# The ant's moved joint frame, repaired by hand: the same edit as the fixture submission
-# fixtures/submissions/ant_two_joint_faults_one_repair (one of its two faults: 0.5).
-REPAIR = ("sed -i 's/physics:localPos1 = (0.08320544, 0.0012113871, -0.042976666)/physics:localPos1 = (0, 0, 0)/'"
-          " /app/Payload/Physics.usda\n")
-MODEL_INFO = '{"max_input_tokens": 200000, "max_output_tokens": 8192, "input_cost_per_token": 0, "output_cost_per_token": 0}'
 
 
 def test_oracle_scores_one_on_every_task(oracle_job):
@@ -59,29 +51,6 @@ def test_the_task_has_a_semantic_version_harbor_reads(oracle_job):
         assert trial.task.startswith("usdgrade/"), trial.task
 
 
-@pytest.fixture(scope="session")
-def terminus_jobs(harbor_stack, dataset, jobs, docker_gateway):
-    """Harbor's terminus-2 on the ant task (closed book), its model a scripted server on
-    127.0.0.1: one run repairs one fault offline, one first tries to fetch the reference from a
-    server on this machine that the agent's container could reach without the network policy."""
-    task = dataset / "ant_two_joint_faults"
-    runs = {}
-    with CountingServer(docker_gateway) as target:
-        fetch = f"curl -sS -m 5 {target.url} -o /tmp/reference.usda; echo curl-exit-$?\n"
-        scripts = {"repair": [[REPAIR]], "fetch": [[fetch, REPAIR]]}
-        for name, steps in scripts.items():
-            replies = [terminus_reply(commands, False) for commands in steps]
-            replies += [terminus_reply([], True), terminus_reply([], True)]
-            with ScriptedModel(replies) as model:
-                job = harbor_run(harbor_stack, task, "terminus-2", jobs, f"terminus-{name}", "-m", "openai/scripted",
-                                 "--ak", f"api_base={model.base_url}", "--ak", "enable_summarize=false",
-                                 "--ak", "record_terminal_session=false", "--ak", "max_turns=6",
-                                 "--ak", f"model_info={MODEL_INFO}", concurrent=1)
-            runs[name] = (job, len(model.requests))
-        runs["target_hits"] = target.hits
-    return runs
-
-
 def test_a_terminus_repair_grades_at_its_measured_reward(terminus_jobs, tmp_path):
     job, requests = terminus_jobs["repair"]
     (trial,) = job.trials()
@@ -109,42 +78,47 @@ def test_a_fetch_is_stopped_by_the_network_and_zeroed_by_the_rule(terminus_jobs)
     curl_steps = [s["step_id"] for s in trajectory["steps"]
                   if any("curl" in json.dumps(c.get("arguments")) for c in s.get("tool_calls") or [])]
     assert curl_steps and {v["step_id"] for v in violations} == set(curl_steps), violations
-    # The network policy stopped the fetch itself: the server never saw it, and curl failed.
+    # The network policy stopped the fetch itself: the server, which a container without the
+    # policy reaches (the control), never saw it, and curl failed.
+    returncode, output, control_hits = terminus_jobs["control"]
+    assert returncode == 0 and control_hits == 1, output
     assert terminus_jobs["target_hits"] == 0
     observed = json.dumps(trajectory)
     assert "curl-exit-0" not in observed and "curl-exit-" in observed
 
 
-def test_harbor_job_regrade_reproduces_every_reward(harbor_stack, dataset, jobs, oracle_job, nop_job, terminus_jobs):
-    for source in (oracle_job, nop_job, terminus_jobs["repair"][0], terminus_jobs["fetch"][0]):
-        tasks = dataset if len(source.trials()) > 1 else dataset / "ant_two_joint_faults"
-        regraded = harbor_regrade(harbor_stack, source, tasks, jobs, f"regrade-{source.folder.name}")
+def test_harbor_job_regrade_reproduces_every_reward(regraded):
+    for name, (source, regrade) in regraded.items():
         before = {t.task: t.rewards for t in source.trials()}
-        after = {t.task: t.rewards for t in regraded.trials()}
-        assert after == before, regraded.output[-2000:]
-        assert all(t.exception is None for t in regraded.trials()), [t.describe() for t in regraded.trials()]
+        after = {t.task: t.rewards for t in regrade.trials()}
+        assert len(after) == len(source.trials()) and after == before, (name, regrade.output[-2000:])
+        assert all(t.exception is None for t in regrade.trials()), [t.describe() for t in regrade.trials()]
+        # Only the verifier ran again, on each source trial's stored artifacts: no agent ran.
+        sources = {str(t.folder) for t in source.trials()}
+        for t in regrade.trials():
+            origin = t.result["config"]["source_trial"]
+            assert origin["action"] == "regrade" and origin["path"] in sources and not t.result["agent_execution"]
 
 
-def test_records_ingest_of_the_job_folders_matches_harbor(tmp_path, oracle_job, nop_job, terminus_jobs):
-    sources = [oracle_job, nop_job, terminus_jobs["repair"][0], terminus_jobs["fetch"][0]]
+def test_records_ingest_of_the_job_folders_matches_harbor(tmp_path, graded_jobs):
     db = tmp_path / "records.sqlite"
-    r = usdgrade("records", "ingest", *(str(j.folder) for j in sources), "--db", str(db))
+    r = usdgrade("records", "ingest", *(str(j.folder) for j in graded_jobs), "--db", str(db))
     assert r.returncode == 0, r.stdout + r.stderr
     with sqlite3.connect(db) as connection:
-        rows = connection.execute("SELECT e.job_name, e.trial_name, g.authored_usd FROM episodes e "
-                                  "JOIN grades g ON g.episode_id = e.episode_id").fetchall()
-    stored = {(job, trial): reward for job, trial, reward in rows}
-    expected = {(j.folder.name, t.folder.name): t.rewards["authored_usd"] for j in sources for t in j.trials()}
-    assert stored == expected
+        rows = connection.execute("SELECT e.episode_id, e.job_name, e.trial_name, e.task_name, g.authored_usd "
+                                  "FROM episodes e JOIN grades g ON g.episode_id = e.episode_id").fetchall()
+    stored = {(job, trial): (episode, task, reward) for episode, job, trial, task, reward in rows}
+    expected = {(j.folder.name, t.folder.name): (t.result["id"], t.task, t.rewards["authored_usd"])
+                for j in graded_jobs for t in j.trials()}
+    assert len(rows) == len(expected) and stored == expected
 
 
-def test_usdgrade_regrade_of_the_job_folders_reproduces_them(tmp_path, dataset, oracle_job, nop_job, terminus_jobs):
-    sources = [oracle_job, nop_job, terminus_jobs["repair"][0], terminus_jobs["fetch"][0]]
+def test_usdgrade_regrade_of_the_job_folders_reproduces_them(tmp_path, dataset, graded_jobs):
     out = tmp_path / "regraded"
-    r = usdgrade("regrade", *(str(j.folder) for j in sources), "--cases", str(dataset), "--out", str(out),
+    r = usdgrade("regrade", *(str(j.folder) for j in graded_jobs), "--cases", str(dataset), "--out", str(out),
                  "--no-progress", timeout=1800)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    for job in sources:
+    for job in graded_jobs:
         for trial in job.trials():
             found = list(out.glob(f"*/{job.folder.name}/{trial.folder.name}/reward.json"))
             assert len(found) == 1, (job.folder.name, trial.folder.name, r.stdout[-2000:])
