@@ -20,17 +20,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from faults import VARIANTS, kill_verifier_when_grading, make_variant  # noqa: E402
-from harbor_client import Stack, concurrently, harbor_regrade, harbor_run, stack, write_task  # noqa: E402
+from harbor_client import TASKS, Stack, concurrently, harbor_regrade, harbor_run, stack, write_task  # noqa: E402
 from terminus import terminus_runs  # noqa: E402
-
-# One task per kind the issue names: textures (the cabinet), closed book (the ant, the default of
-# `usdgrade task`), a mass and collision fault (the gripper, written open book).
-TASKS = {
-    "cabinet_drawer_door": (),
-    "ant_two_joint_faults": (),
-    "gripper_hull_and_mass": ("--open-book",),
-}
-
 
 @pytest.fixture(scope="session")
 def harbor_stack() -> Stack:

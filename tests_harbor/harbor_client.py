@@ -15,6 +15,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = ROOT / "fixtures" / "cases"
+# The three tasks: textures (the cabinet), closed book (the ant, the default of `usdgrade task`),
+# a mass and collision fault (the gripper, written open book). Case -> `usdgrade task` options.
+TASKS = {
+    "cabinet_drawer_door": (),
+    "ant_two_joint_faults": (),
+    "gripper_hull_and_mass": ("--open-book",),
+}
 STACK = ROOT / "tools" / "harbor_stack.py"
 # LiteLLM (imported by Harbor) fetches a model price list from the web at start unless told not to.
 HARBOR_ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "OPENAI_API_KEY": "scripted-model-needs-no-key"}

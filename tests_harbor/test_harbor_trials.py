@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sqlite3
 
-from harbor_client import usdgrade
+from harbor_client import TASKS, harbor, usdgrade, write_task
 
 CLOSED_BOOK = {"cabinet_drawer_door": True, "ant_two_joint_faults": True, "gripper_hull_and_mass": False}
 
@@ -49,6 +49,22 @@ def test_the_task_has_a_semantic_version_harbor_reads(oracle_job):
         lock = json.loads((trial.folder / "lock.json").read_text())
         assert lock["task"]["version"] == "1.0.0", lock["task"]   # what `harbor run --diff` compares
         assert trial.task.startswith("usdgrade/"), trial.task
+
+
+def test_harbor_run_diff_reuses_regrades_or_reruns_by_the_task_version(harbor_stack, oracle_job, tmp_path):
+    """`usdgrade task --task-version`: Harbor's `run --diff` against the oracle's job reuses a
+    patch change, re-grades a minor one and reruns a major one (a dry run: the preview only)."""
+    versions = {"cabinet_drawer_door": "1.0.1", "ant_two_joint_faults": "1.1.0", "gripper_hull_and_mass": "2.0.0"}
+    for case, version in versions.items():
+        write_task(case, tmp_path / "tasks" / case, harbor_stack.base_image, *TASKS[case], "--task-version", version)
+    r = harbor(harbor_stack, "run", "-p", str(tmp_path / "tasks"), "-a", "oracle", "-e", "docker", "-o",
+               str(tmp_path / "jobs"), "--diff", str(oracle_job.folder), "--dry-run", timeout=600, env={"COLUMNS": "300"})
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    actions = {line.split("│")[3].strip(): line.split("│")[1].strip() for line in r.stdout.splitlines()
+               if line.startswith("│") and "usdgrade/" in line}
+    assert actions == {"usdgrade/cabinet_drawer_door": "reuse", "usdgrade/ant_two_joint_faults": "regrade",
+                       "usdgrade/gripper_hull_and_mass": "rerun"}, r.stdout[-3000:]
+    assert not (tmp_path / "jobs").exists() or not any((tmp_path / "jobs").rglob("result.json"))
 
 
 def test_a_terminus_repair_grades_at_its_measured_reward(terminus_jobs, tmp_path):
