@@ -16,7 +16,8 @@ Per asset (the reference package graded as the candidate of a case):
            open, snapshot (bodies and joints), sampling (visible parts: tessellation, surface
            samples), colliders, mass, correspondence, checks (the tests' calls, plus the shared
            measuring under -n), scoring; start-up alone = `python -c 'import pxr, scipy, trimesh'`
-Assets: committed suite cases (cartpole, ant, cheetah), dm_control's dog converted with the
+Assets: committed suite cases (cartpole, ant, cheetah), the real robots baxter (415k triangles) and
+kitchen_franka (fixtures/robot_cases), dm_control's dog converted with the
 converter venv (/tmp/convenv) when available, and generated chains (bench/generate.py) at several
 sizes. Cases for dog and the generated assets are made on the fly: a joint_frame fault injected
 with usd_repair_verifier.authoring.inject, the profile built with usd_repair_verifier.authoring.freeze.build_profile (not self-graded).
@@ -51,6 +52,10 @@ SUITE = [  # (label, committed case)
     ("small:cartpole", "gen_cartpole_1"),
     ("suite:ant", "ant_two_joint_faults"),
     ("medium:cheetah", "gen_cheetah_1"),
+]
+ROBOT_ROWS = [  # (label, committed real-robot case)
+    ("robot:baxter 415k", "baxter_roots_and_arm"),
+    ("robot:kitchen 182k", "kitchen_density_and_redundant"),
 ]
 FULL_SIZES = [(20, 50_000), (50, 200_000), (100, 500_000), (200, 1_000_000)]
 QUICK_SIZES = [(20, 50_000)]
@@ -385,6 +390,9 @@ def bench_cases(args: argparse.Namespace, work: Path, timeout: float, skipped: l
             skipped.append(f"{label}: skipped: no case {case}")
             continue
         cases.append((Row(label), case))
+    if not args.quick:   # real robots made of meshes (fixtures/robot_cases): the largest and a mid-size one
+        for label, name in ROBOT_ROWS:
+            cases.append((Row(label), REPO / "fixtures" / "robot_cases" / name))
     if not (args.quick or args.no_dog):
         try:
             pkg = converted_dog(work, timeout)

@@ -23,7 +23,8 @@ import trimesh  # noqa: E402
 from pxr import Gf, Usd, UsdGeom, UsdPhysics  # noqa: E402
 
 from usd_repair_verifier.stage_snapshot.colliders import collider_solid, inside_any, mesh_solid  # noqa: E402
-from usd_repair_verifier.stage_snapshot.geometry import TriangleSoup, prim_triangles, sample_surface  # noqa: E402
+from usd_repair_verifier.stage_snapshot.geometry import TriangleSoup, prim_triangles  # noqa: E402
+from usd_repair_verifier.stage_snapshot.surface_sampling import sample_surface  # noqa: E402
 from usd_repair_verifier.stage_snapshot.mass import stage_mass_properties  # noqa: E402
 
 

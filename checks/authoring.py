@@ -17,7 +17,8 @@ Which checks read which property:
   below), for the body families (mass, collision, body) the prims the body owns, and for
   `material` the material bound to the part (visual) or to the body's colliders (physics).
 
-A problem the reference itself has at the same prim path is not the candidate's.
+A problem the reference itself has on the same element (found through the correspondence, so
+renamed namespaces keep it) is not the candidate's.
 """
 from __future__ import annotations
 
@@ -77,28 +78,28 @@ def _ancestor_or_self(prim: str, element: str) -> bool:
     return element == prim or element.startswith(prim.rstrip("/") + "/")
 
 
-def _relevant_prim(cmp: Comparison, family: str, element: str, prim: str, attribute: str) -> bool:
+def _relevant_prim(side, family: str, element: str, prim: str, attribute: str) -> bool:
+    """Does an authoring problem at `prim` feed `family`'s check of `element` on `side` (a snapshot)?"""
     if family == "material":
-        return _material_prim(cmp, element, prim)
+        return _material_prim(side, element, prim)
     if _ancestor_or_self(prim, element):
         return True
     if family in BODY_FAMILIES:
-        return owner_body(prim, set(cmp.candidate.bodies)) == element
+        return owner_body(prim, set(side.bodies)) == element
     if family == "joint" and attribute == TRANSFORM:  # a joint's frames follow its bodies
-        joint = cmp.candidate.joints.get(element)
+        joint = side.joints.get(element)
         return joint is not None and any(b is not None and _ancestor_or_self(prim, b) for b in (joint.body0, joint.body1))
     return False
 
 
-def _material_prim(cmp: Comparison, element: str, prim: str) -> bool:
+def _material_prim(side, element: str, prim: str) -> bool:
     """A part (or a prim above it: inherited primvars) and its bound material; a body's
     colliders and their physics materials."""
-    candidate = cmp.candidate
-    part = candidate.components.get(element)
+    part = side.components.get(element)
     if part is not None:
         material = getattr(part.material, "path", None)
         return _ancestor_or_self(prim, element) or (material is not None and _ancestor_or_self(material, prim))
-    for collider in candidate.body_colliders(element):
+    for collider in side.body_colliders(element):
         material = getattr(collider.material, "path", None)
         if _ancestor_or_self(prim, collider.path) or (material is not None and _ancestor_or_self(material, prim)):
             return True
@@ -109,13 +110,16 @@ def problems_for(cmp: Comparison, family: str, target: str) -> list[str]:
     element = candidate_element(cmp, family, target)
     if element is None:
         return []
-    reference = cmp.reference.authoring_problems
+    # The reference's own problems on the same element (through the correspondence, not by path)
+    # are not the candidate's: the reference defines healthy.
+    own = {(attribute, why) for prim, items in cmp.reference.authoring_problems.items() for attribute, why in items
+           if family in families_of(attribute) and _relevant_prim(cmp.reference, family, target, prim, attribute)}
     found = []
     for prim, items in cmp.candidate.authoring_problems.items():
         for attribute, why in items:
-            if family not in families_of(attribute) or (attribute, why) in reference.get(prim, ()):
+            if family not in families_of(attribute) or (attribute, why) in own:
                 continue
-            if _relevant_prim(cmp, family, element, prim, attribute):
+            if _relevant_prim(cmp.candidate, family, element, prim, attribute):
                 found.append(f"{prim}.{attribute}: {why}")
     return found
 

@@ -1,52 +1,46 @@
-"""The closed-book rule on a run's tool calls: web tools and URLs.
+"""The closed-book rule on a run's tool calls: web tools, addresses, network clients.
 
-A tool call breaks the rule when
-- its tool is a web tool (`web_tools.json`: names used by the agents Harbor runs,
-  case-insensitive, and MCP tools whose name says fetch, search or browse), or
-- any string in its arguments holds a URL: with a scheme (`https://`, `git://`,
-  `s3://`, ...), an scp-style `git@host:path`, or a bare `host.tld/path` or
-  `www.host` (curl and git accept those too). Deliberately strict: a URL written
-  into a file through an editor tool counts as much as one given to `curl`.
-Not web access: local addresses (`file:`, `localhost`, `127.0.0.1`, `::1`, `0.0.0.0`).
-Not a lookup: a URL the task already gave the agent (in its input package or its
-instruction), unless the same argument also fetches something (`curl`, `git clone`,
-`urllib`...): copying a converter's documentation string back into a layer is fine,
-downloading from the address it names is not.
+A tool call is judged whole (every string of its arguments, keys too, and its tool's name),
+and breaks the rule when
+- its tool is a web tool (closed_book/web_tools.py: the names agents give their web tools, and
+  every tool served over MCP except by a server known to stay on the machine);
+- an address appears in it (closed_book/addresses.py: with a scheme or `://`, scp-style, a
+  bare `host.tld/path` or `host.tld:port`, an IP literal with a port or path). Deliberately
+  strict: a URL written into a file through an editor tool counts as much as one given to `curl`;
+- it runs a network client (`curl`, `wget`, `git clone`, `ssh`, `nc`, Python's `urllib` or
+  `requests`, ...) without naming a local address: `wget -i list.txt` or `curl "$(cat f)"` reach
+  the web with no address in sight;
+- it redirects connections (`--connect-to`, `--resolve`, a proxy option or variable, a `Host:`
+  header, an edit of `/etc/hosts`) to a host that is not local.
+Not web access: local addresses (`file:`, `localhost`, loopback and unspecified IPs in any
+spelling), unless the same call redirects them. Not a lookup: an address the task already
+gave the agent (in its input package or its instruction), unless the same call also fetches
+(a network client or a fetching word anywhere in the call, a list of arguments included):
+copying a converter's documentation string back into a layer is fine, downloading from the
+address it names is not.
 
 Tool results (observations) and the agent's own messages are not read: they are what
 the environment said or what the model wrote, not something the agent did.
 """
 from __future__ import annotations
 
-import ipaddress
 import json
 import re
 from dataclasses import dataclass
-from functools import lru_cache
-from pathlib import Path
-from urllib.parse import urlsplit
 
-from .trajectory import Run, ToolCall
+from .addresses import hosts_in, is_local, urls_in
+from .web_tools import is_web_tool, nested_tool_names, web_tool_table  # noqa: F401  (re-exported)
+from .trajectory import ToolCall
 
-WEB_TOOLS_FILE = Path(__file__).with_name("web_tools.json")
 EXCERPT_CHARS = 160
 # Searching costs up to about a second per million characters of hostile text: past this
 # many, the run is too large to check within a grade's time and is left unverified.
 MAX_ARGUMENT_CHARS = 64 << 20
-TRAILING = ".,;:!?)]}>'\"`"
-
-# Each form may start only where a token starts (a look-behind), which keeps the scan linear.
-SCHEME_URL = re.compile(r"(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]*://[^\s\"'<>`]+", re.IGNORECASE)
-SCP_URL = re.compile(r"(?<![\w.\-])[\w.\-]+@(?:[a-z0-9\-]+\.)+[a-z]{2,}:[\w./~\-]+", re.IGNORECASE)
-TLDS = ("com|org|net|io|dev|ai|edu|gov|co|uk|de|fr|cn|ru|jp|app|me|info|xyz|sh|gg|us|ca|eu|ly|so|to|tv|cc|biz")
-BARE_URL = re.compile(
-    rf"(?<![\w./@-])(?:www\.(?:[a-z0-9\-]+\.)+[a-z]{{2,}}\b(?:[:/][^\s\"'<>`]*)?"
-    rf"|(?:[a-z0-9\-]+\.)+(?:{TLDS})(?::\d+)?/[^\s\"'<>`]*)",
-    re.IGNORECASE,
-)
-BARE_IP = re.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?::\d+/?|/)[^\s\"'<>`]*")
-LOCAL_HOSTS = {"localhost", "localhost.localdomain", "ip6-localhost", "0.0.0.0", "::1", "[::1]"}
-# Words that fetch: an input URL next to one of these is being looked up, not copied.
+# One call's arguments are searched as a few copies of their text: this bounds what that costs.
+MAX_CALL_CHARS = 16 << 20
+# At most this many violations are listed (the count of all is in the verdict's reason).
+MAX_LISTED = 1000
+# Words that fetch: an input URL in a call holding one of these is being looked up, not copied.
 FETCHING = re.compile(
     r"\b(?:curl|wget|aria2c|lynx|w3m|links|httpie|svn|hg|scp|sftp|ftp|rsync|ssh|nc|ncat|telnet|"
     r"git\s+(?:clone|fetch|pull|ls-remote|submodule|remote|archive)|(?:pip|pip3|uv|conda|npm|yarn)\s+(?:\w+\s+)?"
@@ -54,6 +48,71 @@ FETCHING = re.compile(
     r"fetch|hf_hub_download|snapshot_download|huggingface-cli|load_dataset)\b",
     re.IGNORECASE,
 )
+# An argument named like this holds an address the tool will open (`{"url": ...}`).
+URL_KEY = re.compile(r"^(?:url|urls|uri|href|endpoint|link|source_url|download_url)$", re.IGNORECASE | re.MULTILINE)
+# Programs that open network connections, at the start of a shell command.
+CLIENTS = {"curl", "wget", "wget2", "aria2c", "axel", "lynx", "w3m", "links", "elinks", "xh", "curlie",
+           "nc", "ncat", "netcat", "socat", "telnet", "ssh", "scp", "sftp", "ftp", "lftp", "tftp",
+           "rclone", "gsutil", "s3cmd", "gh", "hf", "huggingface-cli", "kaggle", "gdown", "yt-dlp", "youtube-dl",
+           "svn", "hg", "bzr", "fossil", "degit", "tiged", "invoke-webrequest", "iwr", "invoke-restmethod", "irm"}
+GIT_REMOTE = {"clone", "fetch", "pull", "push", "ls-remote", "archive", "submodule", "remote"}
+# Words a command may start with before the program it runs.
+PREFIXES = {"sudo", "env", "nohup", "exec", "command", "builtin", "time", "nice", "stdbuf", "timeout", "xargs",
+            "then", "do", "else", "!", "{", "eval", "busybox", "doas", "watch", "proxychains", "proxychains4",
+            "torsocks", "unbuffer", "setsid", "npx", "pnpx", "bunx", "uvx"}
+SHELLS = {"bash", "sh", "zsh", "dash", "ksh", "busybox-sh"}
+SEGMENT_BREAK = re.compile(r"[;&|\n`()]")
+# Networking in code (Python, JavaScript, PowerShell): the library or call that connects.
+CODE_CLIENT = re.compile(
+    r"\b(?:import\s+(?:urllib|urllib3|requests|httpx|aiohttp|socket|http\.client|pycurl|ftplib|paramiko|"
+    r"huggingface_hub|wget|gdown|websocket|websockets)\b|from\s+(?:urllib|urllib3|requests|httpx|aiohttp|socket|"
+    r"http|pycurl|ftplib|paramiko|huggingface_hub|gdown)\b[\w.]*\s+import|urlopen\s*\(|urlretrieve\s*\(|"
+    r"hf_hub_download\s*\(|snapshot_download\s*\(|torch\.hub\.|XMLHttpRequest|new\s+WebClient|Net\.WebClient|"
+    r"require\(\s*['\"](?:https?|node-fetch|axios|request)['\"]\s*\)|\bfetch\s*\(\s*[\"'`])",
+    re.IGNORECASE,
+)
+# A word followed by one of these is a name in code (`gh = 5`, `links.append(x)`), not a command.
+CODE_OPERAND = set("=.,:(+*/%<>!)]")
+INFO_ONLY = {"--version", "-V", "--help", "-h", "--manual", "-M"}
+# Options and settings that send a connection somewhere else than the address it names; the value
+# that follows names where (`--connect-to a:443:b:443`, `https_proxy=...`, `Host: b`).
+REDIRECT = re.compile(
+    r"(?:--connect-to|--resolve|--proxy[\w.\-]*|--preproxy|--socks[45]h?|--doh-url|(?<![\w-])-x(?=\s*\S{0,256}[.:/])|"
+    r"\b[a-z]*_proxy\b\s*=|\bproxy\s*=|\bconnect-to\s*=|\bresolve\s*=|\bhost[\"']?\s*:(?=\s*[\"']?[\w\[])|"
+    r"\bHOSTALIASES\b|\binsteadOf\b)",
+    re.IGNORECASE,
+)
+# A command that writes the file it names (after `>`, tee, sed -i, open(, cp, mv...): for the hosts
+# file, every address on that line is where a name now leads.
+HOSTS_WRITE = re.compile(r"\btee\b|\bsed\b.*\s-i|\bopen\(|\bcp\b|\bmv\b|\binstall\b|\bdd\b")
+
+
+REDIRECT_HINTS = ("connect-to", "resolve", "proxy", "socks", "doh-url", "-x", "host", "insteadof")
+CODE_HINTS = ("import", "from", "urlopen", "urlretrieve", "_download", "torch.hub", "xmlhttprequest", "webclient",
+              "require(", "fetch(", "fetch (")
+
+
+def redirect_targets(text: str, lowered: str) -> list[str]:
+    """The values of every redirecting option or setting in the text (where connections are sent)."""
+    values = []
+    if any(hint in lowered for hint in REDIRECT_HINTS):
+        for match in REDIRECT.finditer(text):
+            rest = text[match.end():match.end() + 1024].lstrip(" \t=:\"'")
+            values.append(re.split(r"[\s\"'`;|&]", rest, maxsplit=1)[0])
+    at = text.find("/etc/hosts")
+    while at >= 0:                                    # a write to the hosts file: the line is the value
+        start = max(text.rfind("\n", max(0, at - 256), at) + 1, at - 256, 0)
+        end = text.find("\n", at, at + 256)
+        line = text[start:end if end >= 0 else min(len(text), at + 256)]
+        window = text[start:at]
+        command = window[max(window.rfind(c) for c in ";|&\n") + 1:]          # the command naming the file
+        if ">" in command or HOSTS_WRITE.search(command):
+            values.append(line)
+            if len(values) > MAX_LISTED:
+                break
+        at = text.find("/etc/hosts", at + 1)
+    # Each distinct value once, and no more than enough to list (a call with more is a violation anyway).
+    return list(dict.fromkeys(v for v in values if v))[:MAX_LISTED]
 
 
 @dataclass(frozen=True)
@@ -62,7 +121,7 @@ class Violation:
     step_id: int
     tool_call_id: str
     tool: str
-    kind: str            # "web_tool" | "url"
+    kind: str            # "web_tool" | "url" | "network_command"
     excerpt: str         # the offending text, shortened
     url: str | None = None
 
@@ -71,87 +130,24 @@ class Violation:
                 "tool": self.tool, "kind": self.kind, "url": self.url, "excerpt": self.excerpt}
 
 
-@lru_cache(maxsize=1)
-def web_tool_table() -> dict:
-    """The data file: {"tools": [{"name", "agents"}], "mcp": {"prefixes", "separators", "words"}}."""
-    return json.loads(WEB_TOOLS_FILE.read_text(encoding="utf-8"))
-
-
-def is_web_tool(name: str) -> bool:
-    table = web_tool_table()
-    lowered = name.strip().lower()
-    if lowered in {t["name"].lower() for t in table["tools"]}:
-        return True
-    mcp = table["mcp"]
-    served = lowered.startswith(tuple(mcp["prefixes"])) or any(s in lowered for s in mcp["separators"])
-    return served and any(word in lowered for word in mcp["words"])
-
-
-def _clean(url: str) -> str:
-    return url.rstrip(TRAILING)
-
-
-def _host(url: str) -> str:
-    if "://" not in url:
-        return re.split(r"[:/]", url.split("@")[-1], maxsplit=1)[0].lower()
-    try:
-        return (urlsplit(url).hostname or "").lower()
-    except ValueError:
-        return ""
-
-
-def is_local(url: str) -> bool:
-    """file: URLs and loopback or unspecified addresses: not the web."""
-    if url.lower().startswith("file:"):
-        return True
-    host = _host(url).strip("[]")
-    if host in LOCAL_HOSTS:
-        return True
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return address.is_loopback or address.is_unspecified
-
-
-# One pass: at each position the first form that matches wins, and the scan resumes after it,
-# so one address gives one finding.
-ANY_URL = re.compile("|".join(f"(?:{p.pattern})" for p in (SCHEME_URL, SCP_URL, BARE_URL, BARE_IP)), re.IGNORECASE)
-
-
-# Every form lies within one run of these characters, so the text is cut into such tokens first
-# and only the few that could hold an address are searched (much faster on layer text and code).
-TOKEN = re.compile(r"[^\s\"'<>`]+")
-
-
-def _may_hold_url(token: str) -> bool:
-    return "://" in token or ("." in token and ("/" in token or ":" in token or "www." in token.lower()))
-
-
-def urls_in(text: str) -> list[str]:
-    """Every URL-like address in `text`, in order, local ones included."""
-    return [_clean(match.group(0)) for token in TOKEN.findall(text) if _may_hold_url(token)
-            for match in ANY_URL.finditer(token)]
-
-
-def _strings(value, depth: int = 0):
-    """Every string in a JSON value (keys too), depth-first in document order."""
+def call_text(value, depth: int = 0) -> str:
+    """The tool call's arguments as one text: every string (keys too) on its own line, and a list
+    of strings (an argv) as one line, its words joined by spaces as a shell would run them."""
     if depth > 64:
-        yield json.dumps(value)[:100000]
-    elif isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield str(key)
-            yield from _strings(item, depth + 1)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item, depth + 1)
+        return json.dumps(value)[:100000]
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        return "\n".join(f"{key}\n{call_text(item, depth + 1)}" for key, item in value.items())
+    if isinstance(value, list):
+        if value and all(isinstance(item, str) for item in value):
+            return " ".join(value)
+        return "\n".join(call_text(item, depth + 1) for item in value)
+    return ""
 
 
-def argument_chars(run: Run) -> int:
-    """How much text the rule would search: every string of every call's arguments."""
-    return sum(len(text) for call in run.calls for text in _strings(call.arguments))
+def argument_chars(arguments: dict) -> int:
+    return len(call_text(arguments))
 
 
 def _excerpt(text: str, needle: str) -> str:
@@ -161,27 +157,133 @@ def _excerpt(text: str, needle: str) -> str:
     return ("..." if start else "") + " ".join(piece.split()) + ("..." if start + len(piece) < len(text) else "")
 
 
-def call_violations(call: ToolCall, allowed: frozenset[str]) -> list[Violation]:
-    where = (call.trajectory, call.step_id, call.tool_call_id, call.function_name)
+def _program(words: list[str]) -> tuple[str | None, list[str], bool]:
+    """The program a shell command runs (past env assignments and wrappers), its arguments, and
+    whether `xargs` feeds it more from its input."""
+    i, fed = 0, False
+    while i < len(words):
+        word = words[i].strip("\"'\\")
+        name = word.rsplit("/", 1)[-1].lower()
+        if name in SHELLS and i + 1 < len(words) and re.fullmatch(r"-[a-z]*c[a-z]*", words[i + 1].strip("\"'")):
+            i += 2                                     # `bash -lc "curl ..."`: the command it runs
+            continue
+        if not word or re.fullmatch(r"[A-Za-z_]\w*=.*", word) or name in PREFIXES or word.startswith("-") \
+                or (i and words[i - 1].strip("\"'\\").rsplit("/", 1)[-1].lower() == "timeout" and word[:1].isdigit()):
+            fed = fed or name == "xargs"
+            i += 1
+            continue
+        return name, words[i + 1:], fed
+    return None, [], fed
+
+
+def network_commands(text: str, lowered: str | None = None) -> list[tuple[str, str, list[str]]]:
+    """(client, command, its first arguments) for each command of the text that runs a network client."""
     found = []
-    if is_web_tool(call.function_name):
-        arguments = json.dumps(call.arguments, sort_keys=True, ensure_ascii=False)
-        found.append(Violation(*where, "web_tool", _excerpt(arguments, arguments[:EXCERPT_CHARS])))
-    for text in _strings(call.arguments):
-        for url in urls_in(text):
-            if is_local(url) or (url in allowed and FETCHING.search(text) is None):
+    start = 0
+    for end in [m.start() for m in SEGMENT_BREAK.finditer(text)] + [len(text)]:
+        head = text[start:min(end, start + 4096)].split()[:64]      # the program and its first words
+        segment_start, start = start, end + 1
+        program, arguments, fed = _program(head)
+        if program is None:
+            continue
+        if program == "git":
+            sub = next((w for w in arguments if not w.startswith("-")), "")
+            if sub.lower() not in GIT_REMOTE:
                 continue
-            found.append(Violation(*where, "url", _excerpt(text, url), url))
+            program = f"git {sub}"
+        elif program not in CLIENTS:
+            continue
+        if (not arguments and not fed) or (arguments and (all(a in INFO_ONLY for a in arguments)
+                                                          or arguments[0][:1] in CODE_OPERAND)):
+            continue
+        found.append((program, text[segment_start:end].strip(), arguments))
+    lowered = text.lower() if lowered is None else lowered
+    if not any(hint in lowered for hint in CODE_HINTS):
+        return found
+    for match in CODE_CLIENT.finditer(text):
+        line_start = text.rfind("\n", 0, match.start()) + 1
+        line_end = text.find("\n", match.end())
+        found.append((match.group(0).strip(), text[line_start:line_end if line_end >= 0 else len(text)].strip(), []))
     return found
 
 
-def run_violations(run: Run, allowed: frozenset[str]) -> list[Violation]:
-    """Every violation of the run, in trajectory order; repeats of one (same tool, kind, text) once."""
-    seen, out = set(), []
-    for call in run.calls:
-        for violation in call_violations(call, allowed):
+def _names_only_local(client: str, command: str, arguments: list[str]) -> bool:
+    """A network command is allowed only when it names an address and every address it names is
+    local (for git, a local path counts)."""
+    addresses = hosts_in(command)
+    if addresses:
+        return all(is_local(a) for a in addresses)
+    if client.startswith("git "):
+        operands = [w for w in arguments if not w.startswith("-")][1:]     # past the subcommand
+        return bool(operands) and all(w.startswith(("/", "./", "../", "~")) for w in operands)
+    return False
+
+
+def call_violations(call: ToolCall, allowed: frozenset[str], text: str | None = None) -> list[Violation]:
+    where = (call.trajectory, call.step_id, call.tool_call_id, call.function_name)
+    text = call_text(call.arguments) if text is None else text
+    found = []
+    for tool in [call.function_name] + nested_tool_names(call.arguments):
+        if is_web_tool(tool):
+            arguments = json.dumps(call.arguments, sort_keys=True, ensure_ascii=False)
+            found.append(Violation(*where, "web_tool", _excerpt(arguments, arguments[:EXCERPT_CHARS]),
+                                   None if tool == call.function_name else tool))
+            break
+    lowered = text.lower()
+    targets = redirect_targets(text, lowered)
+    # Local addresses are local only while nothing in the call sends connections elsewhere.
+    redirected = bool(targets)
+    fetching = None                                   # searched only when an allowed URL is found
+    listed: list[str] = []
+    for url in urls_in(text) + [h for value in targets for h in hosts_in(value)]:
+        if url in listed or (is_local(url) and not (redirected and "://" in url and not url.lower().startswith("file:"))):
+            continue
+        if url in allowed and not redirected:
+            if fetching is None:
+                fetching = any(FETCHING.search(t) for t in (call.function_name, text)) or URL_KEY.search(text) is not None
+            if not fetching:
+                continue
+        listed.append(url)
+        found.append(Violation(*where, "url", _excerpt(text, url), url))
+    commands = []
+    for client, command, arguments in network_commands(text, lowered):
+        if command in commands:
+            continue
+        commands.append(command)
+        if not _names_only_local(client, command, arguments) and not any(url in command for url in listed):
+            found.append(Violation(*where, "network_command", _excerpt(text, command[:EXCERPT_CHARS]), None))
+    return found
+
+
+class Violations:
+    """The violations of a run, in trajectory order; repeats of one (same tool, kind, text) once,
+    at most MAX_LISTED kept (all counted)."""
+
+    def __init__(self, allowed: frozenset[str]):
+        self.allowed = allowed
+        self.listed: list[Violation] = []
+        self.total = 0
+        self.chars = 0
+        self._seen: set[tuple] = set()
+
+    def add_call(self, call: ToolCall) -> None:
+        text = call_text(call.arguments)
+        self.chars += len(text)
+        if self.chars > MAX_ARGUMENT_CHARS or len(text) > MAX_CALL_CHARS:
+            raise OverflowError(len(text))
+        for violation in call_violations(call, self.allowed, text):
             key = (violation.tool.lower(), violation.kind, violation.url, violation.excerpt)
-            if key not in seen:
-                seen.add(key)
-                out.append(violation)
-    return out
+            if key in self._seen:
+                continue
+            self._seen.add(key)
+            self.total += 1
+            if len(self.listed) < MAX_LISTED:
+                self.listed.append(violation)
+
+
+def run_violations(calls, allowed: frozenset[str]) -> list[Violation]:
+    """Every violation of these calls, in order; repeats of one once."""
+    collected = Violations(allowed)
+    for call in calls:
+        collected.add_call(call)
+    return collected.listed

@@ -6,7 +6,16 @@ Only what the closed-book rule needs is read: every tool call of every step (its
   it), and Harbor's `<stem>.cont-N.json` siblings of the root file;
 - subagents: embedded `subagent_trajectories`, and observation results'
   `subagent_trajectory_ref` entries, resolved by `trajectory_id` (embedded) or
-  `trajectory_path` (a file next to the referring one).
+  `trajectory_path` (a file next to the referring one);
+- every other `<stem>*.json` file beside the root (what the task's collect hook copies:
+  summarisation files and any other file Harbor writes there), whether referenced or not.
+
+Memory is bounded: one file is parsed at a time, each tool call is handed on as plain
+strings the moment its step is read and the parsed file is dropped before the next one;
+a file may hold at most MAX_FILE_VALUES JSON values (counted before parsing, outside its
+strings) and take at most MAX_DECODED_BYTES as text, so its parsed objects cannot outgrow a
+fixed amount whatever their shape.
+docs/closed-book.md states the bound that tests/test_closed_book_memory.py measures.
 
 The reader is written against the format, not Harbor's classes (which need a newer
 Python). It is deliberately unforgiving: anything it cannot read completely (bad
@@ -21,16 +30,24 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 # ATIF-v1.0 to v1.8 share the shape read here; a later version may record actions elsewhere.
 SCHEMA_PATTERN = re.compile(r"ATIF-v1\.(\d+)")
 NEWEST_MINOR = 8
-# JSON in memory takes several times its size on disk: these keep a hostile run from exhausting it.
 MAX_FILE_BYTES = 128 << 20
 MAX_TOTAL_BYTES = 256 << 20
+# Parsed JSON costs up to ~70 bytes per value beyond its strings (an empty object per three bytes
+# of `{},` would cost twenty times the file): past this many values a file is refused.
+MAX_FILE_VALUES = 2_000_000
+# The decoded document and its parsed strings each take up to this much: a file whose text would
+# take more (128 MiB of text with one emoji is 512 MiB in Python) is refused.
+MAX_DECODED_BYTES = 256 << 20
 MAX_FILES = 1000
 MAX_DEPTH = 32
 CONTINUATION_PATTERN = r"{stem}\.cont-(\d+)\.json"
+# Every string of a JSON document, so that the structure outside them can be counted.
+JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 
 
 class TrajectoryError(ValueError):
@@ -48,31 +65,73 @@ class ToolCall:
 
 @dataclass
 class Run:
-    """Every tool call of a run, with the files and trajectories they came from."""
+    """What was read of a run; `calls` only when the reader was asked to keep them."""
 
     agent: str | None = None
     schema_versions: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
     trajectories: int = 0
     steps: int = 0
+    tool_calls: int = 0
     calls: list[ToolCall] = field(default_factory=list)
+
+
+def count_values(raw: bytes) -> int:
+    """An upper bound on the JSON values of a document: its separators and openings outside strings.
+
+    Counted in place (no copy of the document): every such byte, less those inside strings.
+    """
+    def structural(start: int = 0, end: int | None = None) -> int:
+        end = len(raw) if end is None else end
+        return raw.count(b",", start, end) + raw.count(b"[", start, end) + raw.count(b"{", start, end)
+
+    total = structural()
+    if total <= MAX_FILE_VALUES:
+        return total + 1
+    for match in JSON_STRING.finditer(raw):
+        total -= structural(match.start(), match.end())
+    return total + 1
+
+
+def decoded_bytes(raw: bytes) -> int:
+    """What the document takes as a Python string: one, two or four bytes a character, by its widest
+    character (a single character past U+FFFF makes every character take four)."""
+    if re.search(rb"[\xf0-\xf4]|\\u[dD][89abAB]", raw):
+        return 4 * len(raw)
+    if re.search(rb"[\xc4-\xef]|\\u(?:0[1-9a-fA-F]|[1-9a-fA-F])", raw):
+        return 2 * len(raw)
+    return len(raw)
 
 
 @dataclass
 class _Reader:
     folder: Path                       # where referenced files must live
+    on_call: Callable[[ToolCall], None]
     run: Run = field(default_factory=Run)
     total_bytes: int = 0
     seen_files: set[str] = field(default_factory=set)
+    open_files: set[str] = field(default_factory=set)   # being read: a reference back to one is a cycle
 
-    def load_file(self, name: str, referrer: str) -> dict:
+    def read_file(self, name: str, referrer: str, depth: int) -> None:
+        """Read one file (and what it refers to) unless it was read already."""
         path = self._resolve(name, referrer)
         key = str(path)
-        if key in self.seen_files:
+        if key in self.open_files:
             raise TrajectoryError(f"{name} (from {referrer}) is read twice: the references form a cycle")
+        if key in self.seen_files:
+            return
         self.seen_files.add(key)
         if len(self.seen_files) > MAX_FILES:
             raise TrajectoryError(f"more than {MAX_FILES} trajectory files")
+        data = self._parse(path, name, referrer)
+        self.run.files.append(path.name)
+        self.open_files.add(key)
+        try:
+            _read_trajectory(self, data, path.name, depth)
+        finally:
+            self.open_files.discard(key)
+
+    def _parse(self, path: Path, name: str, referrer: str):
         try:
             size = path.stat().st_size
             if size > MAX_FILE_BYTES:
@@ -80,13 +139,21 @@ class _Reader:
             self.total_bytes += size
             if self.total_bytes > MAX_TOTAL_BYTES:
                 raise TrajectoryError(f"the trajectory files exceed {MAX_TOTAL_BYTES} bytes together")
-            data = json.loads(path.read_bytes().decode("utf-8"))
+            raw = path.read_bytes()
         except OSError as error:
             raise TrajectoryError(f"cannot read {name} (from {referrer}): {error.strerror or error}") from error
+        values = count_values(raw)
+        if values > MAX_FILE_VALUES:
+            raise TrajectoryError(f"{name}: about {values} JSON values, over the limit of {MAX_FILE_VALUES}")
+        decoded = decoded_bytes(raw)
+        if decoded > MAX_DECODED_BYTES:
+            raise TrajectoryError(f"{name}: its text takes {decoded} bytes decoded, over the limit of {MAX_DECODED_BYTES}")
+        try:
+            text = raw.decode("utf-8")
+            del raw
+            return json.loads(text)
         except (UnicodeDecodeError, ValueError, RecursionError) as error:
             raise TrajectoryError(f"{name} is not valid JSON: {error}") from error
-        self.run.files.append(path.name)
-        return data
 
     def _resolve(self, name: str, referrer: str) -> Path:
         """A referenced file: a relative path inside the root trajectory's folder, nothing else."""
@@ -118,14 +185,14 @@ def _schema(data: dict, where: str) -> str:
     return version
 
 
-def _read_steps(reader: _Reader, data: dict, label: str, where: str) -> list[dict]:
-    """The tool calls of one trajectory object; returns the subagent refs its observations hold."""
-    steps = _require(data, "steps", list, where)
+def _read_steps(reader: _Reader, data: dict, label: str) -> list[tuple]:
+    """Hand on the tool calls of one trajectory object; returns the subagent refs its observations hold."""
+    steps = _require(data, "steps", list, label)
     if not steps:
-        raise TrajectoryError(f"{where}.steps: empty")
+        raise TrajectoryError(f"{label}.steps: empty")
     refs = []
     for i, step in enumerate(steps):
-        at = f"{where}.steps[{i}]"
+        at = f"{label}.steps[{i}]"
         step_id = _require(step, "step_id", int, at)
         calls = step.get("tool_calls")
         if calls is not None and not isinstance(calls, list):
@@ -134,7 +201,8 @@ def _read_steps(reader: _Reader, data: dict, label: str, where: str) -> list[dic
             call_at = f"{at}.tool_calls[{j}]"
             name = _require(call, "function_name", str, call_at)
             arguments = _require(call, "arguments", dict, call_at)
-            reader.run.calls.append(ToolCall(label, step_id, str(call.get("tool_call_id", "")), name, arguments))
+            reader.run.tool_calls += 1
+            reader.on_call(ToolCall(label, step_id, str(call.get("tool_call_id", "")), name, arguments))
         observation = step.get("observation")
         if observation is None:
             continue
@@ -160,7 +228,7 @@ def _read_trajectory(reader: _Reader, data: dict, label: str, depth: int) -> Non
     agent = _require(data, "agent", dict, label)
     reader.run.agent = reader.run.agent or _require(agent, "name", str, f"{label}.agent")
     reader.run.trajectories += 1
-    refs = _read_steps(reader, data, label, label)
+    refs = _read_steps(reader, data, label)
 
     embedded = data.get("subagent_trajectories")
     if embedded is not None and not isinstance(embedded, list):
@@ -181,29 +249,44 @@ def _read_trajectory(reader: _Reader, data: dict, label: str, depth: int) -> Non
             continue  # read above
         if path is None:
             raise TrajectoryError(f"{where}: subagent {ref_id!r} is neither embedded nor in a file")
-        sub = reader.load_file(path, where)
-        _read_trajectory(reader, sub, path, depth + 1)
+        reader.read_file(path, where, depth + 1)
 
     continuation = data.get("continued_trajectory_ref")
     if continuation is not None:
-        following = reader.load_file(continuation, f"{label}.continued_trajectory_ref")
-        _read_trajectory(reader, following, continuation, depth + 1)
+        reader.read_file(continuation, f"{label}.continued_trajectory_ref", depth + 1)
 
 
-def read_run(path: str | Path) -> Run:
-    """Every tool call of the run whose root trajectory is `path` (TrajectoryError if any part is unreadable)."""
+def sibling_files(root: Path) -> list[Path]:
+    """The files beside the root that belong to its run: `<stem>.cont-N.json` in numeric order, then
+    every other `<stem>*.json` by name (what the task's collect hook copies)."""
+    pattern = re.compile(CONTINUATION_PATTERN.format(stem=re.escape(root.stem)))
+    names = sorted(p.name for p in root.parent.iterdir()
+                   if p.name.startswith(root.stem) and p.name.endswith(".json") and p.name != root.name
+                   and (p.is_file() or p.is_symlink()))
+    segments = sorted((int(m.group(1)), n) for n in names if (m := pattern.fullmatch(n)))
+    ordered = [n for _, n in segments]
+    return [root.parent / n for n in ordered + [n for n in names if n not in ordered]]
+
+
+def read_run(path: str | Path, on_call: Callable[[ToolCall], None] | None = None) -> Run:
+    """Every tool call of the run whose root trajectory is `path` (TrajectoryError if any part is unreadable).
+
+    With `on_call`, each call is handed to it as soon as it is read and not kept; without, the
+    calls are collected in `Run.calls`.
+    """
     root = Path(path)
     if not root.is_file():
         raise TrajectoryError(f"no trajectory at {root}")
-    reader = _Reader(Path(os.path.realpath(root.parent)))
-    data = reader.load_file(root.name, "the command line")
-    _read_trajectory(reader, data, root.name, 0)
-    # Harbor writes a run cut by context summarisation as <stem>.cont-N.json; read any
-    # that no reference reached too, so a broken chain cannot hide a segment.
-    pattern = re.compile(CONTINUATION_PATTERN.format(stem=re.escape(root.stem)))
-    segments = sorted((int(m.group(1)), p) for p in reader.folder.iterdir() if (m := pattern.fullmatch(p.name)))
-    for _, sibling in segments:
-        if str(Path(os.path.realpath(sibling))) not in reader.seen_files:
-            segment = reader.load_file(sibling.name, "the trajectory's folder")
-            _read_trajectory(reader, segment, sibling.name, 0)
-    return reader.run
+    run = Run()
+    reader = _Reader(Path(os.path.realpath(root.parent)), on_call or run.calls.append, run)
+    reader.read_file(root.name, "the command line", 0)
+    # Harbor writes a run cut by context summarisation as <stem>.cont-N.json, and subagents as
+    # <stem>.summarization-...json; read any file of the run that no reference reached too, so a
+    # broken chain or a dropped reference cannot hide a segment.
+    try:
+        siblings = sibling_files(root)
+    except OSError as error:
+        raise TrajectoryError(f"cannot list the trajectory's folder: {error.strerror or error}") from error
+    for sibling in siblings:
+        reader.read_file(sibling.name, "the trajectory's folder", 0)
+    return run

@@ -78,9 +78,9 @@ def highlighted_scene(snapshot: StageSnapshot, highlight: Highlight) -> render.S
     for index, path in enumerate(sorted(snapshot.components)):
         component = snapshot.components[path]
         surface = component.surface
-        if component.type == "Plane" or surface is None or len(surface[1]) == 0:
+        if component.type == "Plane" or surface is None or len(surface.faces) == 0:
             continue  # as in the visual renders: an unbounded ground plane would swamp the framing
-        t = np.asarray(surface[0], dtype=np.float64)[np.asarray(surface[1])]
+        t = np.asarray(surface.vertices, dtype=np.float64)[np.asarray(surface.faces)]
         t = t[np.isfinite(t).all(axis=(1, 2))]
         color = PRIMARY if path in highlight.primary else SECONDARY if path in highlight.secondary else CONTEXT
         tris.append(t)

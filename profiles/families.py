@@ -112,7 +112,7 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "collision", "collision",
         (Measure("coverage", "body", "all_bodies", "collision_support"),
-         Measure("free_space", "body", "all_bodies")),
+         Measure("free_space", "body", "all_bodies", "collision_support")),
         {"collision_margin_m": 1e-3, "collision_coverage": 0.02, "collision_free_space": 0.05},
         (FaultKind("collision_removed", "body", (("collision", "coverage"),),
                    "the body's colliders lose their CollisionAPI"),

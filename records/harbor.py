@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -67,11 +68,48 @@ def _reject_constant(name: str):
     raise ValueError(f"non-finite number {name}")
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError(f"the number {text[:40]} is not finite as a float")
+    return value
+
+
+def json_problem(value: Any, where: str = "", depth: int = 0) -> str | None:
+    """Why a parsed JSON value cannot be stored the same on both databases, or None: a non-finite
+    number anywhere, a string (or key) that is not valid Unicode (a lone surrogate) or holds NUL."""
+    if depth > 200:
+        return f"{where or 'the value'} is nested more than 200 deep"
+    if isinstance(value, float):
+        return None if value == value and abs(value) != float("inf") else f"{where or 'a number'} is not finite"
+    if isinstance(value, str):
+        if "\x00" in value:
+            return f"{where or 'a string'} holds a NUL character"
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return f"{where or 'a string'} is not valid Unicode (a lone surrogate)"
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            problem = json_problem(str(key), f"{where}.{str(key)[:40]!r} (a key)", depth + 1) \
+                or json_problem(item, f"{where}.{str(key)[:40]}", depth + 1)
+            if problem:
+                return problem
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            problem = json_problem(item, f"{where}[{index}]", depth + 1)
+            if problem:
+                return problem
+    return None
+
+
 def read_json(path: Path, root: Path | None = None) -> RecordFile:
     """A JSON file inside ``root`` (default: its folder): no symlink on the way, bounded size.
 
-    NaN/Infinity and NUL characters are refused: PostgreSQL's JSONB stores neither, and a record
-    must read the same from both databases.
+    Every number is checked (NaN, Infinity, and a literal too large for a float such as 1e999),
+    and every string: NUL characters and lone surrogates are refused. PostgreSQL's JSONB stores
+    none of them, and a record must read the same from both databases.
     """
     root = path.parent if root is None else root
     step = root
@@ -87,9 +125,12 @@ def read_json(path: Path, root: Path | None = None) -> RecordFile:
     if b"\\u0000" in raw or b"\x00" in raw:
         raise UnreadableFile(f"{path} holds NUL characters")
     try:
-        data = json.loads(raw, parse_constant=_reject_constant)
+        data = json.loads(raw, parse_constant=_reject_constant, parse_float=_finite_float)
     except (ValueError, RecursionError) as error:
         raise UnreadableFile(f"{path} is not JSON: {error}") from None
+    problem = json_problem(data)
+    if problem:
+        raise UnreadableFile(f"{path} cannot be stored: {problem}")
     return RecordFile(path, data, hashlib.sha256(raw).hexdigest())
 
 
@@ -271,8 +312,11 @@ def _reward_mismatch(result: dict, grade: dict | None) -> str | None:
 def folder_episode(folder: Path) -> EpisodeSource:
     """A plain grade folder (grade.json and the separate grades beside it) as an episode.
 
-    It names no trial, so the episode is the candidate graded on the case:
-    ``local:<case id>:<candidate digest>`` (the grade's own digest when the candidate has none).
+    It names no trial, so the episode is the grade folder itself, where it lies:
+    ``folder:<case id>:<sha256 of its absolute path, 16 hex digits>``. Two folders holding the same
+    bytes (two trials that submitted the same package, re-graded) are two episodes; the same
+    folder ingested again is the same one. Its trial name is the folder's name, its job name the
+    name of the folder above.
     """
     source = EpisodeSource({"source": "folder"}, origin="folder")
     _graders_files(folder, folder, source)
@@ -280,10 +324,33 @@ def folder_episode(folder: Path) -> EpisodeSource:
         return source
     _from_grade(source)
     case = (source.fields.get("case_id") or "unknown-case")[:100]
-    candidate = source.fields.get("submission_digest") or f"grade-{source.grade.digest}"
-    source.fields.update(episode_id=f"local:{case}:{candidate[:80]}", task_name=case,
-                         trial_name=folder.name)
+    place = hashlib.sha256(os.fsencode(folder.resolve())).hexdigest()[:16]
+    source.fields.update(episode_id=f"folder:{case}:{place}", task_name=case, trial_name=folder.name,
+                         job_name=folder.resolve().parent.name or None)
     return source
+
+
+def graded_trial(store, folder: Path, source: EpisodeSource) -> str | None:
+    """The stored Harbor trial a grade folder re-grades, or None.
+
+    `usdgrade regrade JOB` writes OUT/<version>/<job folder>/<trial folder>/grade.json: a folder
+    named like a stored trial, under a folder named like its job, whose grade is of the very
+    submission that trial's grade recorded (same candidate digest, same case) is that trial's
+    grade. Anything less (no digest to compare, two trials that match) is not attached.
+    """
+    digest, case = source.fields.get("submission_digest"), source.fields.get("case_id")
+    if not digest:
+        return None
+    matches = [e for e in store.iter_episodes({"source": "harbor", "trial_name": folder.name})
+               if e.submission_digest == digest and (e.case_id in (None, case))
+               and folder.parent.name in {e.job_name, _trial_job_folder(e)}]
+    return matches[0].episode_id if len(matches) == 1 else None
+
+
+def _trial_job_folder(episode) -> str | None:
+    """The name of the job folder the trial was read from (its kept submission's path)."""
+    path = getattr(episode, "submission_path", None)
+    return Path(path).parent.parent.parent.name if path else None
 
 
 def is_trial_result(data: Any) -> bool:

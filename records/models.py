@@ -71,9 +71,12 @@ class LeaderboardRow(_Row):
     objective_success_rate: Rate
     solved: int = Field(description="status graded, objective success and F = 1")
     solved_rate: Rate
-    invalid_rate: Rate
-    preservation_failed_rate: Rate
-    closed_book_rate: Rate
+    invalid_rate: Rate = Field(description="share of counted episodes graded invalid")
+    preservation_failed_rate: Rate = Field(description="share of counted episodes graded preservation_failed")
+    closed_book_rate: Rate = Field(description="share of counted episodes whose reward the closed-book rule zeroed: "
+                                               "status closed_book_violation (web access in the trajectory) or "
+                                               "closed_book_unverified (no trajectory read completely); a clean "
+                                               "closed-book run and an open-book case count as not")
     infrastructure_errors: int
     infrastructure_error_rate: Rate
     cost_usd: float | None
@@ -164,7 +167,8 @@ class EpisodeReportRow(_Row):
     closed_book: str | None
     cost_usd: float | None
     exception: str | None
-    not_counted_because: str | None
+    not_counted_because: str | None = Field(description="why the episode is in no leaderboard figure: an "
+                                                         "infrastructure error, or unattributed (no model or agent)")
     scoring_version: str | None
     verifier_version: str | None
 

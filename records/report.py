@@ -21,7 +21,7 @@ LEADERBOARD_COLUMNS = [
     ("objective_success_rate", "objective success"), ("solved_rate", "solved"),
     ("pass_at_1", "pass@1"), ("pass_at_3", "pass@3"), ("pass_at_5", "pass@5"),
     ("invalid_rate", "invalid"), ("preservation_failed_rate", "preservation failed"),
-    ("closed_book_rate", "closed book"), ("infrastructure_errors", "infra errors (apart)"),
+    ("closed_book_rate", "closed book zeroed"), ("infrastructure_errors", "infra errors (apart)"),
     ("cost_usd", "cost USD"), ("cost_per_solve_usd", "cost per solve USD"),
 ]
 
@@ -36,7 +36,17 @@ NOTES = [
     "averaged over the tasks with n >= k; empty when no task has k attempts",
     "cost per solve: the counted episodes' recorded cost divided by their number of solved episodes",
     "strict repair rate: passed checks / checks of counted episodes; an unmeasured check is not repaired",
+    "invalid, preservation failed, closed book zeroed: shares of the counted episodes whose grade has that outcome; "
+    "closed book zeroed counts the closed-book rule's zeroed grades (status closed_book_violation, a web access in "
+    "the trajectory, or closed_book_unverified, no trajectory that could be read completely); a closed-book "
+    "run that passed the rule and an open-book case count as not",
+    "unattributed: a grade that names no model or agent (a plain grade folder, not a Harbor trial) is listed "
+    "apart and counted in no row",
 ]
+
+
+class NothingToReport(Exception):
+    """The store holds nothing the report could show (nothing is written)."""
 
 
 FIGURES = ("rewards", "partial_credit", "repair_by_family", "repair_by_fault_kind")
@@ -88,7 +98,7 @@ SEPARATE_COLUMNS = [("model", "model"), ("agent", "agent"), ("visual_reports", "
                     ("physical_properties_measured", "properties measured")]
 
 
-def _html(board, families, kinds, infra, episodes, images, versions, separate, tasks) -> str:
+def _html(board, families, kinds, infra, episodes, images, versions, separate, tasks, loose) -> str:
     e = html.escape
     link = lambda r, text: f'<a href="#{_group_anchor(r["model"], r["agent"])}">{e(text)}</a>'
     board_rows = [[link(r, fmt(r[key])) if key in ("model", "mean_authored_usd", "counted") else e(fmt(r[key]))
@@ -117,6 +127,10 @@ def _html(board, families, kinds, infra, episodes, images, versions, separate, t
         ["episode", "model", "task", "attempt", "why"],
         [[f'<a href="#ep-{slug(r["episode_id"])}">{e(r["episode_id"])}</a>', e(r["model"]), e(r["task"]),
           e(fmt(r["attempt"])), e(r["why"])] for r in infra]))
+    sections.append("<h2>Unattributed grades (no model or agent: not on the leaderboard)</h2>" + _html_table(
+        ["episode", "task", "folder", "status", "authored_usd"],
+        [[e(r["episode_id"]), e(r["task"]), e(fmt(r["folder"])), e(fmt(r["status"])), e(fmt(r["authored_usd"]))]
+         for r in loose]))
     sections.append("<h2>Episodes</h2>")
     columns = ["episode_id", "task", "attempt", "trial_name", "counted", "status", "authored_usd", "f", "s",
                "solved", "closed_book", "cost_usd", "exception"]
@@ -136,7 +150,7 @@ def _html(board, families, kinds, infra, episodes, images, versions, separate, t
             f"show one: <code>usdgrade records show EPISODE</code></p>{''.join(sections)}</body></html>\n")
 
 
-def _markdown(board, families, kinds, infra, images, versions, separate, tasks) -> str:
+def _markdown(board, families, kinds, infra, images, versions, separate, tasks, loose) -> str:
     lines = ["# Repair results", "", f"Grades of {', '.join(versions) or 'no version'}.", "", "## Leaderboard", "",
              "| " + " | ".join(h for _, h in LEADERBOARD_COLUMNS) + " |",
              "|" + " --- |" * len(LEADERBOARD_COLUMNS)]
@@ -158,6 +172,10 @@ def _markdown(board, families, kinds, infra, images, versions, separate, tasks) 
     lines += ["## Infrastructure errors (not counted)", "", "| episode | model | task | attempt | why |",
               "| --- | --- | --- | --- | --- |"]
     lines += [f"| {r['episode_id']} | {r['model']} | {r['task']} | {fmt(r['attempt'])} | {r['why']} |" for r in infra]
+    lines += ["", "## Unattributed grades (no model or agent: not on the leaderboard)", "",
+              "| episode | task | folder | status | authored_usd |", "| --- | --- | --- | --- | --- |"]
+    lines += [f"| {r['episode_id']} | {r['task']} | {fmt(r['folder'])} | {fmt(r['status'])} | {fmt(r['authored_usd'])} |"
+              for r in loose]
     lines += ["", "## Episodes behind each row", ""]
     lines += [f"- {r['model']} ({r['agent']}): {', '.join(r['episode_ids'])}" for r in board]
     lines += ["", "Per-episode figures: `episodes.csv`; one episode: `usdgrade records show EPISODE`.", ""]
@@ -166,12 +184,21 @@ def _markdown(board, families, kinds, infra, images, versions, separate, tasks) 
 
 def write_report(store: Store, out: Path, *, scoring_version: str | None = None,
                  verifier_version: str | None = None) -> dict:
-    """Write report.html, report.md, the CSV tables and figures/ into ``out``; returns the tables."""
+    """Write report.html, report.md, the CSV tables and figures/ into ``out``; returns the tables.
+
+    NothingToReport (nothing written) when the store holds no episode, or no grade of the versions asked for.
+    """
+    views = results.load_views(store, scoring_version, verifier_version)
+    if not views:
+        raise NothingToReport("the store holds no episodes: nothing to report (usdgrade records ingest JOB_DIR first)")
+    if (scoring_version or verifier_version) and not any(v.grade for v in views):
+        asked = " and ".join(f"{name} {value}" for name, value in (("scoring version", scoring_version),
+                                                                   ("verifier version", verifier_version)) if value)
+        raise NothingToReport(f"the store holds no grade of {asked}: nothing to report")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     for stale in OUTPUTS:                    # an earlier report's files never survive beside a new one
         (out / stale).unlink(missing_ok=True)
-    views = results.load_views(store, scoring_version, verifier_version)
     board = results.leaderboard(views)
     families = results.repair_rates(views, "family")
     kinds = results.repair_rates(views, "fault_kind")
@@ -179,6 +206,7 @@ def write_report(store: Store, out: Path, *, scoring_version: str | None = None,
     separate = results.separate_grades(store, views)
     tasks = results.per_task(views)
     episodes = results.episode_rows(views)
+    loose = results.unattributed(views)
     versions = sorted({f"scoring {v.grade['scoring_version']} / verifier {v.grade['verifier_version']}"
                        for v in views if v.grade})
     rewards, points = {}, {}
@@ -200,8 +228,9 @@ def write_report(store: Store, out: Path, *, scoring_version: str | None = None,
     _csv(out / "separate_grades.csv", separate)
     _csv(out / "per_task.csv", tasks)
     _csv(out / "episodes.csv", episodes)
-    (out / "report.md").write_text(_markdown(board, families, kinds, infra, images, versions, separate, tasks))
-    (out / "report.html").write_text(_html(board, families, kinds, infra, episodes, images, versions, separate, tasks))
+    (out / "report.md").write_text(_markdown(board, families, kinds, infra, images, versions, separate, tasks, loose))
+    (out / "report.html").write_text(_html(board, families, kinds, infra, episodes, images, versions, separate, tasks,
+                                           loose))
     return {"leaderboard": board, "families": families, "fault_kinds": kinds, "infrastructure": infra,
-            "separate": separate, "tasks": tasks,
+            "separate": separate, "tasks": tasks, "unattributed": loose,
             "episodes": episodes, "figures": images}

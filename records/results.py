@@ -10,6 +10,8 @@ split into:
   with the reward the grader wrote (0 for them).
 - **infrastructure**: everything else (the verifier failed, the environment never started, an API
   or harness failure, no grade at all). Listed apart, never counted as a model failure.
+- **unattributed**: an episode that names neither a model nor an agent (a plain grade folder, not
+  a Harbor trial). It is nobody's attempt: listed apart, on no leaderboard row, in no rate.
 """
 from __future__ import annotations
 
@@ -32,6 +34,10 @@ class EpisodeView:
     checks: list[dict] = field(default_factory=list)
 
     @property
+    def attributed(self) -> bool:
+        return bool(self.episode["model_name"] or self.episode["agent_name"])
+
+    @property
     def id(self) -> str:
         return self.episode["episode_id"]
 
@@ -49,8 +55,14 @@ class EpisodeView:
         return float(value) if value is not None else 0.0
 
 
+UNATTRIBUTED = "unattributed: no model or agent (a grade folder, not a Harbor trial)"
+
+
 def _classify(episode: dict, grade: dict | None) -> str | None:
-    """Why an episode is an infrastructure error, or None when it counts as the model's attempt."""
+    """Why an episode is not counted (an infrastructure error, or nobody's attempt), or None when it
+    counts as the model's attempt."""
+    if not (episode.get("model_name") or episode.get("agent_name")):
+        return UNATTRIBUTED
     if episode.get("exception_type") and episode.get("exception_valid_reward") is False:
         return f"harness failure: {episode['exception_type']}"
     if grade is None:
@@ -79,6 +91,8 @@ def load_views(store: Store, scoring_version: str | None = None,
         checks.setdefault((c["episode_id"], c["scoring_version"], c["verifier_version"]), []).append(c)
     views = []
     for e in episodes:
+        if (scoring_version or verifier_version) and e["episode_id"] not in grades and e["source"] == "folder":
+            continue                                  # a grade folder of another version: nothing to show
         grade = grades.get(e["episode_id"])
         why = _classify(e, grade)
         key = (e["episode_id"], grade["scoring_version"], grade["verifier_version"]) if grade else None
@@ -94,6 +108,8 @@ def leaderboard(views: list[EpisodeView]) -> list[dict]:
     """One row per (model, agent), sorted by mean reward (best first), then name."""
     groups: dict[tuple, list[EpisodeView]] = {}
     for v in views:
+        if not v.attributed:
+            continue
         groups.setdefault(v.group, []).append(v)
     rows = []
     for (model, agent), members in groups.items():
@@ -160,7 +176,14 @@ def repair_rates(views: list[EpisodeView], by: str) -> list[dict]:
 def infrastructure(views: list[EpisodeView]) -> list[dict]:
     return [{"episode_id": v.id, "model": v.group[0], "agent": v.group[1], "task": v.task,
              "attempt": v.episode["attempt"], "why": v.why_not_counted}
-            for v in sorted(views, key=lambda v: v.id) if not v.counted]
+            for v in sorted(views, key=lambda v: v.id) if not v.counted and v.attributed]
+
+
+def unattributed(views: list[EpisodeView]) -> list[dict]:
+    """Grades that name no model or agent: shown apart, never on the leaderboard."""
+    return [{"episode_id": v.id, "task": v.task, "folder": v.episode["trial_name"],
+             "status": (v.grade or {}).get("status"), "authored_usd": (v.grade or {}).get("authored_usd")}
+            for v in sorted(views, key=lambda v: v.id) if not v.attributed]
 
 
 def episode_rows(views: list[EpisodeView]) -> list[dict]:
@@ -192,6 +215,8 @@ def separate_grades(store: Store, views: list[EpisodeView]) -> list[dict]:
     physical = _newest_per_episode(store.rows(schema.physical))
     groups: dict[tuple, dict] = {}
     for v in views:
+        if not v.attributed:
+            continue
         cell = groups.setdefault(v.group, {"visual": [], "physical": []})
         if v.id in visual:
             cell["visual"].append(visual[v.id])

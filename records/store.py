@@ -22,6 +22,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from . import schema
 from .grades import check_rows, grade_columns, separate_columns
+from .harbor import json_problem
 
 DEFAULT_URL = "sqlite:///records.sqlite"
 
@@ -80,9 +81,22 @@ def normalise_url(url: str | Path | None) -> str:
     return f"sqlite:///{Path(text)}"
 
 
-def open_store(url: str | Path | None = None) -> "Store":
-    """Open the store at ``url``, creating the tables or migrating an older schema."""
-    return Store(normalise_url(url))
+def open_store(url: str | Path | None = None, *, create: bool = True) -> "Store":
+    """Open the store at ``url``, creating the tables or migrating an older schema.
+
+    ``create=False`` opens an existing store to read it: nothing is created or migrated (a SQLite
+    file that does not exist, a database without the tables, or a store of another schema version
+    is refused with StoreError).
+    """
+    return Store(normalise_url(url), create=create)
+
+
+def sqlite_file(url: str) -> Path | None:
+    """The file of a SQLite URL (None for PostgreSQL or an in-memory database)."""
+    parsed = sa.engine.make_url(url)
+    if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.database == ":memory:":
+        return None
+    return Path(parsed.database)
 
 
 def _sqlite_pragmas(dbapi_connection, _record) -> None:
@@ -94,8 +108,11 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:
 
 
 class Store:
-    def __init__(self, url: str):
+    def __init__(self, url: str, create: bool = True):
         self.url = url
+        path = sqlite_file(url)
+        if not create and path is not None and not path.is_file():
+            raise StoreError(f"there is no records store at {path} (usdgrade records ingest creates one)")
         self.engine = sa.create_engine(url, future=True)
         self.dialect = self.engine.dialect.name
         if self.dialect == "sqlite":
@@ -103,7 +120,22 @@ class Store:
         elif self.dialect != "postgresql":
             raise StoreError(f"unsupported database {self.dialect!r}: use SQLite or PostgreSQL")
         self._connection: sa.Connection | None = None
-        self._migrate()
+        if create:
+            self._migrate()
+        else:
+            self._require_current()
+
+    def _require_current(self) -> None:
+        """A store opened to read: it must already be one of this schema (nothing is written)."""
+        with self.engine.connect() as connection:
+            version = self._read_version(connection)
+            if version == 0:
+                raise StoreError(f"{self.url} holds no records store (usdgrade records ingest creates one)")
+            if version != schema.SCHEMA_VERSION:
+                raise StoreError(f"the store at {self.url} has schema {version}, this verifier reads "
+                                 f"{schema.SCHEMA_VERSION}: " + ("upgrade the verifier" if version > schema.SCHEMA_VERSION
+                                                                else "usdgrade records ingest migrates it"))
+            self._check_columns(connection)
 
     # -- lifecycle ----------------------------------------------------------------------------
     def close(self) -> None:
@@ -192,6 +224,9 @@ class Store:
         if not fields.get("episode_id") or not fields.get("source"):
             raise StoreError("an episode needs episode_id and source")
         row = {name: fields.get(name) for name in schema.episodes.c.keys() if name != "record_digest"}
+        problem = json_problem(row, "episode")
+        if problem:
+            raise StoreError(f"the episode cannot be stored: {problem}")
         digest_fields = {k: v for k, v in row.items() if k != "attempt"}
         row["record_digest"] = canonical_digest(digest_fields)
         with self.transaction() as connection:
@@ -212,6 +247,9 @@ class Store:
             columns = grade_columns(grade)
         except ValueError as error:
             raise StoreError(str(error)) from None
+        problem = json_problem(grade, "grade.json")
+        if problem:
+            raise StoreError(f"the grade cannot be stored: {problem}")
         row = {"episode_id": episode_id, "origin": origin, **columns,
                "record_digest": record_digest or canonical_digest(grade), "grade_json": grade}
         key = ["episode_id", "scoring_version", "verifier_version"]
@@ -237,6 +275,9 @@ class Store:
             columns = separate_columns(kind, record)
         except ValueError as error:
             raise StoreError(str(error)) from None
+        problem = json_problem(record, f"{kind}.json")
+        if problem:
+            raise StoreError(f"the {kind} record cannot be stored: {problem}")
         row = {"episode_id": episode_id, **columns,
                "record_digest": record_digest or canonical_digest(record), "record": record}
         with self.transaction() as connection:

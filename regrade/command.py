@@ -180,13 +180,16 @@ class Outcome:
     reward: float | None
     worker: str
     peak_rss_mb: float | None
+    node: str = ""
+    attempts: int = 1
 
     @classmethod
     def of(cls, stored: Stored, result: ItemResult) -> "Outcome":
         grade = json.loads(result.grade_text) if result.grade_text else {}
         reward = grade.get("authored_usd")
         return cls(stored.key, grade.get("status", "no grade"), stored.previous_reward,
-                   reward if isinstance(reward, (int, float)) else None, result.worker, result.peak_rss_mb)
+                   reward if isinstance(reward, (int, float)) else None, result.worker, result.peak_rss_mb, result.node,
+                   result.attempts)
 
 
 def summary_lines(results: list[Outcome], seconds: float) -> list[str]:
@@ -202,6 +205,13 @@ def summary_lines(results: list[Outcome], seconds: float) -> list[str]:
     rate = 60.0 * len(results) / seconds if seconds > 0 else 0.0
     lines = [f"graded {len(results)} in {seconds:.1f} s ({rate:.1f} grades/min): "
              + ", ".join(f"{n} {status}" for status, n in sorted(statuses.items()))]
+    again = sum(r.attempts > 1 for r in results)
+    if again:
+        lines.append(f"{again} item(s) taken again after their worker or node was lost (see each grade's status)")
+    nodes = Counter(r.node for r in results if r.node)
+    if nodes:  # --engine ray: which node graded how many (one node: a local cluster)
+        lines.append(f"graded on {len(nodes)} Ray node(s):")
+        lines += [f"  node {node}: {n} grade{'s' if n != 1 else ''}" for node, n in sorted(nodes.items())]
     if workers:
         lines.append(f"peak memory per worker: {max(workers.values()):.0f} MB (max of {len(workers)} workers)")
     moved = [m for m in moves if abs(m[0]) > MOVED]

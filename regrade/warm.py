@@ -53,6 +53,7 @@ class ItemResult:
     reward_text: str | None             # OUT/reward.json, None when the session wrote none
     seconds: float
     worker: str = ""                    # host:pid of the process that graded it
+    node: str = ""                      # the Ray node that graded it (--engine ray), else ""
     peak_rss_mb: float | None = None    # that process's peak resident memory so far
     attempts: int = 1
     recycle: bool = False               # the worker asks to be replaced after this item

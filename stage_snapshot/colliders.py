@@ -29,6 +29,8 @@ primitives, hulls and closed meshes; a union sums its parts (overlaps are not re
 
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 from pxr import Gf, Usd, UsdGeom
 
@@ -51,6 +53,8 @@ __all__ = [
     "coverage",
     "free_space_fill",
     "empty_space_samples",
+    "volume_samples",
+    "outside_share",
 ]
 
 _IDENTITY = np.eye(3)
@@ -252,3 +256,58 @@ def empty_space_samples(body_bounds_min, body_bounds_max, reference_solids, coun
         if have >= count:
             break
     return np.concatenate(kept) if kept else np.zeros((0, 3))
+
+
+def _inside_samples(solid: Solid, count: int, seed: int, max_rounds: int = 64) -> np.ndarray:
+    """Up to ``count`` seeded uniform samples inside one bounded solid (rejection in its box)."""
+    lo, hi = solid.bounds
+    if count <= 0 or not (np.isfinite(lo).all() and np.isfinite(hi).all()) or np.any(hi <= lo):
+        return np.zeros((0, 3))
+    rng = np.random.Generator(np.random.PCG64(int(seed)))
+    batch = max(2 * count, 256)
+    kept, have = [], 0
+    for _ in range(max_rounds):
+        pts = lo + rng.random((batch, 3)) * (hi - lo)
+        pts = pts[solid.contains(pts, 0.0)]
+        kept.append(pts[: count - have])
+        have += len(kept[-1])
+        if have >= count:
+            break
+    return np.concatenate(kept)
+
+
+def volume_samples(solids, count: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(points (K, 3), weights (K,)): seeded samples inside each bounded solid of positive volume,
+    about ``count`` in all, shared by volume (at least 16 a solid), each weighted by its solid's
+    volume over its sample count, so a weighted mean is a share of the solids' summed volume.
+
+    A solid's seed comes from its content (kind, volume, bounds), never from its prim's path or
+    its place in the list: the same colliders in another order or namespace give the same samples.
+    """
+    usable = [s for s in solids if s is not None and np.isfinite(s.volume) and s.volume > 0
+              and np.isfinite(s.bounds).all()]
+    keyed = sorted((f"{s.kind}:{s.volume:.9g}:" + ",".join(f"{b:.9g}" for b in np.asarray(s.bounds).ravel()), i)
+                   for i, s in enumerate(usable))
+    total = sum(s.volume for s in usable)
+    points, weights = [], []
+    for key, i in keyed:
+        solid = usable[i]
+        n = max(16, int(round(count * solid.volume / total)))
+        pts = _inside_samples(solid, n, (int(seed) * 7_919 + zlib.crc32(key.encode())) % (2**32))
+        if len(pts):
+            points.append(pts)
+            weights.append(np.full(len(pts), solid.volume / len(pts)))
+    if not points:
+        return np.zeros((0, 3)), np.zeros(0)
+    return np.concatenate(points), np.concatenate(weights)
+
+
+def outside_share(samples: tuple[np.ndarray, np.ndarray], solids, margin: float) -> float:
+    """Weighted share of ``samples`` (``volume_samples``) inside no solid (nor within ``margin``
+    metres of one): the part of one set of colliders' volume that another set does not hold.
+    NaN without samples."""
+    points, weights = samples
+    if len(points) == 0:
+        return float("nan")
+    outside = ~inside_any(points, [s for s in solids if s is not None], margin)
+    return float(np.sum(weights[outside]) / np.sum(weights))

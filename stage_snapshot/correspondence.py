@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from . import spatial
+from . import part_groups, spatial
 from .model import Body, Joint, StageSnapshot
 
 NAME_TIE_BREAK = 0.01
@@ -49,6 +49,16 @@ class Correspondence:
     extra_components: tuple[str, ...] = ()
     colliders: dict[str, str | None] = field(default_factory=dict)    # colliders, within matched bodies
     extra_colliders: tuple[str, ...] = ()
+    # reference component -> (reference components, candidate components) compared as one surface:
+    # one of each, unless the candidate split a part or merged several (part_groups.py)
+    component_groups: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = field(default_factory=dict)
+
+    def component_group(self, reference_component: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        found = self.component_groups.get(reference_component)
+        if found is not None:
+            return found
+        cand = self.components.get(reference_component)
+        return (reference_component,), ((cand,) if cand else ())
 
     def candidate_body(self, reference_body: str | None) -> str | None:
         """World maps to world; an unmatched body maps to a marker that equals no candidate body."""
@@ -189,8 +199,10 @@ def correspond(
     colliders, extra_colliders = _within_bodies(
         reference.colliders, candidate.colliders, match, size, collider_cost, max_body_cost
     )
+    groups, components, extra_components = part_groups.group_parts(
+        reference, candidate, match.candidate_body, components, extra_components)
     return replace(match, components=components, extra_components=extra_components,
-                   colliders=colliders, extra_colliders=extra_colliders)
+                   colliders=colliders, extra_colliders=extra_colliders, component_groups=groups)
 
 
 def part_cost(ref, cand, size: float) -> float:

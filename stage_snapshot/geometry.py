@@ -5,9 +5,8 @@ Pure, deterministic numeric building blocks for the "component geometry" check f
 taken through its full local-to-world matrix (rotation, non-uniform scale, shear,
 translation) and then multiplied by the stage's metersPerUnit.
 
-Determinism: the same inputs give bit-identical outputs. Randomness only comes from
-``numpy.random.Generator(numpy.random.PCG64(seed))``; nothing depends on set/dict
-iteration order; cKDTree queries run single-threaded (``workers=1``).
+Determinism: the same inputs give bit-identical outputs; nothing depends on set/dict
+iteration order. Seeded surface samples: surface_sampling.py.
 
 Tessellation of implicit prims (fixed constants, so reference and candidate are
 tessellated identically):
@@ -53,7 +52,6 @@ __all__ = [
     "read_mesh",
     "prim_triangles",
     "concatenate_soups",
-    "sample_surface",
 ]
 
 SEGMENTS = 48
@@ -418,33 +416,3 @@ def prim_triangles(prim: Usd.Prim, world, meters_per_unit: float,
         faces = faces[:, [0, 2, 1]]
     return TriangleSoup(np.ascontiguousarray(verts, dtype=np.float64),
                         np.ascontiguousarray(faces, dtype=np.int64))
-
-
-# --------------------------------------------------------------------------- sampling
-
-
-def sample_surface(soup: TriangleSoup | None, count: int, seed: int) -> np.ndarray:
-    """(count, 3) area-weighted uniform samples on the soup's surface.
-
-    Bit-identical for the same (soup bytes, count, seed). An empty, zero-area or missing
-    soup, or count <= 0, gives a (0, 3) array. Zero-area triangles are never chosen.
-    """
-    count = int(count)
-    if soup is None or count <= 0 or len(soup.faces) == 0:
-        return _EMPTY_POINTS.copy()
-    areas = soup.triangle_areas
-    cdf = np.cumsum(areas)
-    total = float(cdf[-1])
-    if not (total > 0.0 and math.isfinite(total)):
-        return _EMPTY_POINTS.copy()
-    rng = np.random.Generator(np.random.PCG64(int(seed)))
-    r = rng.random(count) * total
-    idx = np.minimum(np.searchsorted(cdf, r, side="right"), len(cdf) - 1)
-    uv = rng.random((2, count))
-    su = np.sqrt(uv[0])
-    w1 = su * (1.0 - uv[1])
-    w2 = su * uv[1]
-    w0 = 1.0 - su
-    f = soup.faces[idx]
-    v = soup.vertices
-    return w0[:, None] * v[f[:, 0]] + w1[:, None] * v[f[:, 1]] + w2[:, None] * v[f[:, 2]]

@@ -114,9 +114,8 @@ class ArticulationRoot:
 class VisualComponent:
     """A visible gprim (default or render purpose, not invisible), in world space.
 
-    `samples` are seeded, area-weighted surface points; two gprims with the same
-    triangles get the same seed, so an unchanged or only-moved part yields
-    corresponding samples (see parts.py).
+    `samples` are seeded, area-weighted surface points drawn over the triangles in
+    canonical order: the same triangles, in any order, give the same samples (parts.py).
     """
 
     path: str
@@ -128,7 +127,7 @@ class VisualComponent:
     centroid: Vec3
     samples: Any = field(compare=False, repr=False)   # (n, 3) float64 numpy array, metres
     material: Any = None       # materials.VisualMaterial (the bound one, or the display colour)
-    surface: Any = field(default=None, compare=False, repr=False)  # (vertices (N,3) m, faces (M,3)), world
+    surface: Any = field(default=None, compare=False, repr=False)  # surface_fit.Surface: world triangles, canonical
 
 
 @dataclass(frozen=True)
@@ -143,6 +142,7 @@ class Collider:
     centroid: Vec3
     solid: Any = field(compare=False, repr=False)     # colliders.Solid (contains(points)), or None
     material: Any = None       # materials.PhysicsMaterial or None
+    digest: str = ""           # what the solid is built from (parts._collider_digest); "" when none
 
 
 @dataclass(frozen=True)
@@ -164,6 +164,10 @@ class StageSnapshot:
     # body -> (n, 3) samples of the empty space its colliders leave in their bounds, computed
     # ahead by parts.with_free_space (a cached reference); empty otherwise, and never filled in
     # place: parts.free_space computes what a snapshot does not carry
+    solid_samples: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    # body -> (points, weights) inside its enabled colliders (parts.solid_samples), ahead as above
+    memo: dict = field(default_factory=dict, compare=False, repr=False)
+    # values derived from this snapshot alone, computed once when first asked (parts.reference_coverage)
     timings: dict[str, float] = field(default_factory=dict, compare=False, repr=False)
     # seconds spent reading each part (bench/ and grade.json "timings"); not content
     authoring_problems: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)

@@ -2,22 +2,24 @@
 mass properties and each body's free space, all in world space and SI units.
 
 Sampling is seeded from the profile. A component's seed also depends on its
-content (triangle count and area), not on its path: the same triangles get the
-same seed, so an untouched part gives identical samples in reference and
-candidate (distance exactly 0 whatever the namespace) and a part that was only
-moved gives samples that correspond one to one (exact rigid alignment).
+content (triangle count and area), not on its path, and its samples are drawn over
+its triangles in canonical order (surface_sampling.py): the same triangles, in any
+order and under any namespace, give identical samples and the same digest.
 """
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import time
 import zlib
 
 import numpy as np
-from pxr import Usd, UsdGeom, UsdPhysics
+from pxr import Usd, UsdGeom, UsdPhysics, UsdUtils
 
 from . import colliders as collider_solids
 from . import geometry, mass, materials, typed_read
+from .surface_fit import Surface
+from .surface_sampling import canonical_soup, sample_surface
 from .collider_model import ColliderModels, mesh_approximation
 from .model import Collider, VisualComponent
 
@@ -41,13 +43,27 @@ def content_seed(seed: int, soup: geometry.TriangleSoup) -> int:
     return (int(seed) * 1_000_003 + zlib.crc32(key)) % (2**32)
 
 
-def _centroid(soup: geometry.TriangleSoup) -> tuple[float, float, float]:
-    areas = soup.triangle_areas
-    total = areas.sum()
-    if total <= 0:
-        return tuple(float(c) for c in soup.vertices.mean(axis=0))
-    centers = soup.vertices[soup.faces].mean(axis=1)
-    return tuple(float(c) for c in (centers * areas[:, None]).sum(axis=0) / total)
+_SIZE_ATTRIBUTES = ("size", "radius", "height", "radiusTop", "radiusBottom", "width", "length", "axis")
+
+
+def _collider_digest(prim: Usd.Prim, world, mpu: float, models: ColliderModels) -> str:
+    """What the collider's solid is built from: its type, world matrix and metres per unit, and its
+    sizes (a primitive) or its model's approximation, form and points (a mesh). Equal digests make
+    equal solids: a healthy collider compares with the reference's without sampling."""
+    digest = hashlib.sha256(f"{prim.GetTypeName()}:{mpu!r}:".encode())
+    digest.update(np.ascontiguousarray(geometry.matrix_to_numpy(world)).tobytes())
+    if prim.IsA(UsdGeom.Mesh):
+        model = models.mesh(prim)
+        if model is not None:
+            digest.update(f"{model.approximation}:{model.form}:".encode())
+            digest.update(np.ascontiguousarray(model.points, dtype=np.float64).tobytes())
+            digest.update(np.ascontiguousarray(model.faces, dtype=np.int64).tobytes())
+    else:
+        for name in _SIZE_ATTRIBUTES:
+            attr = prim.GetAttribute(name)
+            if attr and attr.HasAuthoredValue():
+                digest.update(f"{name}={attr.Get()!r};".encode())
+    return digest.hexdigest()
 
 
 def is_visible(prim: Usd.Prim) -> bool:
@@ -79,19 +95,23 @@ def read_parts(stage: Usd.Stage, body_paths: set[str], mpu: float, kgpu: float, 
         start = time.perf_counter()
         if is_visible(prim):
             soup = geometry.prim_triangles(prim, world, mpu)
+            # canonical: the same triangles in any order give the same samples and digest
+            canonical = canonical_soup(soup) if soup is not None and len(soup.faces) else None
             # A part scaled to nothing (zero area) renders nothing: it is not a visible component.
-            if soup is not None and len(soup.faces) and geometry.has_surface(soup):
+            if canonical is not None and geometry.has_surface(canonical):
+                surface = Surface.of(canonical, sample_surface(canonical, surface_samples,
+                                                               content_seed(seed, canonical)))
                 components[path] = VisualComponent(
                     path=path,
                     name=prim.GetName(),
                     body=body,
                     type=str(prim.GetTypeName()),
-                    triangle_count=int(len(soup.faces)),
-                    area=float(soup.area),
-                    centroid=_centroid(soup),
-                    samples=geometry.sample_surface(soup, surface_samples, content_seed(seed, soup)),
+                    triangle_count=int(len(canonical.faces)),
+                    area=surface.area,
+                    centroid=tuple(float(c) for c in surface.centroid),
+                    samples=surface.samples,
                     material=materials.visual_material(prim) or materials.display_surface(prim),
-                    surface=(soup.vertices, soup.faces),
+                    surface=surface,
                 )
         lap = time.perf_counter()
         clock["visible_parts"] += lap - start
@@ -103,6 +123,7 @@ def read_parts(stage: Usd.Stage, body_paths: set[str], mpu: float, kgpu: float, 
             if bounds is not None and np.isfinite(bounds).all():
                 centroid = tuple(float(c) for c in (bounds[0] + bounds[1]) / 2)
             colliders[path] = Collider(
+                digest=_collider_digest(prim, world, mpu, models) if solid is not None else "",
                 path=path,
                 name=prim.GetName(),
                 body=body,
@@ -116,7 +137,13 @@ def read_parts(stage: Usd.Stage, body_paths: set[str], mpu: float, kgpu: float, 
             )
         clock["colliders"] += time.perf_counter() - lap
     start = time.perf_counter()
+    # UsdPhysics warns on stderr, once per body, where it falls back to a small sphere's inertia
+    # (a massive body without colliders: converted sensor links); the mass properties say what
+    # they are built from, so the warnings are collected here and dropped, not printed into a grade.
+    quiet = UsdUtils.CoalescingDiagnosticDelegate()
     masses = mass.stage_mass_properties(stage, sorted(body_paths), models) if body_paths else {}
+    quiet.TakeUncoalescedDiagnostics()
+    del quiet
     clock["mass"] = time.perf_counter() - start
     if timings is not None:
         timings.update({name: round(seconds, 6) for name, seconds in clock.items()})
@@ -138,10 +165,51 @@ def free_space_samples(snapshot, body: str) -> np.ndarray:
 
 
 def with_free_space(snapshot):
-    """The snapshot with every collider-owning body's free-space samples computed ahead: a
-    reference kept for many grades (scoring/reference_cache.py) pays for them once."""
+    """The snapshot with every collider-owning body's free-space and solid samples computed ahead:
+    a reference kept for many grades (scoring/reference_cache.py) pays for them once."""
     bodies = sorted({c.body for c in snapshot.colliders.values() if c.body})
-    return dataclasses.replace(snapshot, free_space={body: free_space_samples(snapshot, body) for body in bodies})
+    return dataclasses.replace(snapshot, free_space={body: free_space_samples(snapshot, body) for body in bodies},
+                               solid_samples={body: body_solid_samples(snapshot, body) for body in bodies})
+
+
+def same_solids(reference, candidate, ref_body: str | None, cand_body: str | None) -> bool:
+    """Do the two bodies' enabled colliders build the same solids (equal digests, in any order)?"""
+    if ref_body is None or cand_body is None:
+        return False
+    ref = sorted(c.digest for c in reference.body_colliders(ref_body) if c.enabled and c.solid is not None)
+    cand = sorted(c.digest for c in candidate.body_colliders(cand_body) if c.enabled and c.solid is not None)
+    return bool(ref) and "" not in ref and ref == cand
+
+
+def reference_coverage(snapshot, body: str, margin: float) -> float:
+    """Share of the body's visible surface samples inside its own enabled colliders, computed once
+    per snapshot and margin (a reference kept for many grades pays for it once)."""
+    key = ("coverage", body, float(margin))
+    if key not in snapshot.memo:
+        surface = [c.samples for c in snapshot.body_components(body) if len(c.samples)]
+        points = np.concatenate(surface) if surface else np.zeros((0, 3))
+        snapshot.memo[key] = collider_solids.coverage(points, enabled_solids(snapshot, body), margin)
+    return snapshot.memo[key]
+
+
+def enabled_solids(snapshot, body: str | None) -> list:
+    """The solids of a body's enabled colliders (none for the world)."""
+    if body is None:
+        return []
+    return [c.solid for c in snapshot.body_colliders(body) if c.enabled and c.solid is not None]
+
+
+def solid_samples(snapshot, body: str):
+    """(points, weights) inside the body's enabled colliders: the ones the snapshot carries, else
+    computed now (collider volume in the collision family: a candidate's are computed per grade)."""
+    found = snapshot.solid_samples.get(body)
+    return found if found is not None else body_solid_samples(snapshot, body)
+
+
+def body_solid_samples(snapshot, body: str):
+    seed = int(snapshot.sampling.get("seed", 0))
+    count = int(snapshot.sampling.get("free_space_samples", DEFAULT_FREE_SPACE_SAMPLES))
+    return collider_solids.volume_samples(enabled_solids(snapshot, body), count, seed)
 
 
 def _free_space(body: str, colliders: dict, count: int, seed: int) -> np.ndarray:

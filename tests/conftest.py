@@ -29,3 +29,13 @@ def _child_sessions_without_hypothesis():
         os.environ.pop("PYTEST_ADDOPTS", None)
     else:
         os.environ["PYTEST_ADDOPTS"] = before
+
+
+def pytest_collection_modifyitems(items):
+    """The Ray cluster tests go first. They share one cluster per module (a fixture); pytest-xdist
+    hands each worker a first batch of consecutive tests (an eighth of the suite each), so at the
+    front they all land on one worker, which starts that cluster once, early, while the other
+    worker runs the rest."""
+    first = [item for item in items if item.nodeid.startswith("tests/test_regrade_cluster.py")]
+    if first:
+        items[:] = first + [item for item in items if item not in first]

@@ -52,6 +52,14 @@ def case(tmp_path_factory) -> Path:
     return closed_book_case(tmp_path_factory.mktemp("closed"))
 
 
+def test_an_assembled_url_and_a_network_client_are_listed_in_a_valid_grade(case, tmp_path):
+    code, g, reward = grade(case, tmp_path / "out", "assembled_url_and_list_fetch")
+    assert (code, reward, g["status"], g["raw_authored_usd"]) == (0, {"authored_usd": 0.0}, "closed_book_violation", 0.5)
+    kinds = [(v["kind"], v["step_id"]) for v in g["network_violations"]]
+    assert kinds == [("url", 2), ("network_command", 3)]
+    assert "raw.githubusercontent.com" in g["network_violations"][0]["url"]
+
+
 def test_a_violating_trajectory_zeroes_the_reward_and_keeps_the_measured_one(case, tmp_path):
     code, g, reward = grade(case, tmp_path / "out", "claude_code_webfetch")
     assert code == 0

@@ -171,7 +171,8 @@ def test_the_tool_list_names_the_agent_of_each_tool():
                      "websearch", "webfetch", "browser", "web_read"):
         assert required in names
     assert all(t["agents"] and all(isinstance(a, str) for a in t["agents"]) for t in table["tools"])
-    assert set(table["mcp"]["words"]) >= {"fetch", "search", "browse"}
+    assert set(table["words"]["list"]) >= {"web", "url", "browser"}
+    assert "filesystem" in table["mcp"]["local_servers"]
 
 
 @pytest.mark.parametrize("text, urls", [
@@ -317,18 +318,21 @@ def test_a_malformed_closed_book_field_is_a_profile_error(field, value):
 
 def test_a_run_too_large_to_search_is_unverified(tmp_path, monkeypatch):
     root = _write(tmp_path, "trajectory.json", _minimal())
-    monkeypatch.setattr(closed_book, "MAX_ARGUMENT_CHARS", 5)
+    monkeypatch.setattr(rule, "MAX_ARGUMENT_CHARS", 5)
     v = closed_book.evaluate(root, INPUT)
-    assert v.status == closed_book.UNVERIFIED and "more than the 5" in v.reason
+    assert v.status == closed_book.UNVERIFIED and "more than the" in v.reason
 
 
-@pytest.mark.parametrize("hostile", ["a." * 200000, "a.com:" * 100000, "a@" * 200000, "www." * 100000])
+@pytest.mark.parametrize("hostile", ["a." * 200000, "a.com:" * 100000, "a@" * 200000, "www." * 100000,
+                                     "-x a.b " * 50000, "tee " * 100000 + "/etc/hosts", "/etc/hosts " * 50000,
+                                     "> /etc/hosts " * 50000, "curl " * 100000, "import " * 100000,
+                                     "a.com/" * 100000, "[::" * 100000, "http://" * 100000])
 def test_searching_hostile_text_stays_fast(hostile):
     import time
 
-    start = time.perf_counter()
+    start = time.process_time()      # this process's CPU: the machine's load does not count
     rule.call_violations(trajectory.ToolCall("t", 1, "c", "Bash", {"command": hostile}), frozenset())
-    assert time.perf_counter() - start < 5.0  # about 0.3 s here; quadratic searching took minutes
+    assert time.process_time() - start < 3.0  # under 0.5 s here; quadratic searching took minutes
 
 
 def test_a_long_scheme_prefix_does_not_hide_a_url():

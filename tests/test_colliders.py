@@ -19,7 +19,8 @@ from usd_repair_verifier.stage_snapshot.colliders import (
     mesh_solid,
     union_solid,
 )
-from usd_repair_verifier.stage_snapshot.geometry import prim_triangles, sample_surface
+from usd_repair_verifier.stage_snapshot.geometry import prim_triangles
+from usd_repair_verifier.stage_snapshot.surface_sampling import sample_surface
 
 IDENTITY = Gf.Matrix4d(1.0)
 

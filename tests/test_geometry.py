@@ -1,5 +1,5 @@
-"""Tests for usd_repair_verifier.stage_snapshot.geometry: tessellation, sampling, surface agreement,
-placement vs shape."""
+"""Tests for usd_repair_verifier.stage_snapshot.geometry: tessellation, sampling, nearest points,
+placement vs shape (the rigid fit). Invariance under mesh rewrites: tests/test_mesh_invariance.py."""
 
 from __future__ import annotations
 
@@ -9,14 +9,11 @@ import numpy as np
 import pytest
 from pxr import Gf, Usd, UsdGeom
 
-from usd_repair_verifier.stage_snapshot.geometry import (
-    TriangleSoup,
-    concatenate_soups,
-    prim_triangles,
-    sample_surface,
-)
+from usd_repair_verifier.stage_snapshot.geometry import TriangleSoup, concatenate_soups, prim_triangles
 from usd_repair_verifier.stage_snapshot.mesh_math import point_triangle_distance
-from usd_repair_verifier.stage_snapshot.surface_fit import split_placement_and_shape, surface_agreement, surface_distances
+from usd_repair_verifier.stage_snapshot.surface_fit import Surface, rigid_fit
+from usd_repair_verifier.stage_snapshot.surface_index import SurfaceIndex
+from usd_repair_verifier.stage_snapshot.surface_sampling import canonical_soup, sample_surface
 
 IDENTITY = Gf.Matrix4d(1.0)
 
@@ -312,26 +309,6 @@ def test_sampling_many_random_soups_gives_every_sample():
     assert total == 8_000
 
 
-# --------------------------------------------------------------------------- agreement
-
-
-def test_surface_agreement_same_and_shifted_and_empty():
-    soup = _box_soup((0.2, 0.1, 0.05))
-    ref = sample_surface(soup, 4000, seed=1)
-    same = sample_surface(soup, 4000, seed=2)
-    r = surface_agreement(ref, same, tolerance=0.005)
-    # area 0.07 m^2, 4000 samples: spacing ~4 mm, mean nearest-neighbour gap ~2 mm
-    assert r["fscore"] > 0.98 and r["mean_distance"] < 0.003
-    assert r["hausdorff"] >= r["p95_distance"] >= 0
-    moved = same + np.array([0.03, 0.0, 0.0])
-    r2 = surface_agreement(ref, moved, tolerance=0.005)
-    assert r2["fscore"] < 0.8 and r2["mean_distance"] > 0.005
-    e = surface_agreement(ref, np.zeros((0, 3)), 0.01)
-    assert e["fscore"] == 0.0 and math.isinf(e["mean_distance"]) and math.isinf(e["hausdorff"])
-    e2 = surface_agreement([], [], 0.01)
-    assert e2["precision"] == 0.0 and e2["recall"] == 0.0
-
-
 # --------------------------------------------------------------------------- placement vs shape
 
 
@@ -348,76 +325,66 @@ def _l_bracket_soup():
     return prim_triangles(prim, IDENTITY, 1.0)
 
 
-def test_moved_part_has_small_residual_and_right_motion():
+def _surface(soup, seed=1, count=1024):
+    canonical = canonical_soup(soup)
+    return Surface.of(canonical, sample_surface(canonical, count, seed))
+
+
+def _moved(soup, rotation, shift, about=None):
+    c = soup.vertices.mean(axis=0) if about is None else np.asarray(about)
+    return TriangleSoup((soup.vertices - c) @ rotation.T + c + shift, soup.faces)
+
+
+def test_moved_part_fits_exactly():
     soup = _l_bracket_soup()
-    ref = sample_surface(soup, 3000, seed=1)
-    cand_local = sample_surface(soup, 3000, seed=2)
-    c = soup.vertices.mean(axis=0)
-    rot = _rotation([0.3, 0.2, 1.0], 30.0)
     shift = np.array([0.05, -0.02, 0.01])
-    cand = (cand_local - c) @ rot.T + c + shift
-    out = split_placement_and_shape(ref, cand, tolerance=0.002)
-    assert out["rotation_deg"] == pytest.approx(30.0, abs=1.0)
-    assert np.linalg.norm(out["translation"] - shift) < 0.001
-    assert out["translation_m"] == pytest.approx(np.linalg.norm(shift), abs=0.001)
-    assert out["residual"]["fscore"] > 0.97
-    # deterministic
-    again = split_placement_and_shape(ref, cand, tolerance=0.002)
-    assert again["rotation"].tobytes() == out["rotation"].tobytes()
+    out = rigid_fit(_surface(soup), _surface(_moved(soup, _rotation([0.3, 0.2, 1.0], 30.0), shift), seed=2))
+    assert out["rotation_deg"] == pytest.approx(30.0, abs=1e-4)
+    assert out["residual_m"] < 1e-7
+    again = rigid_fit(_surface(soup), _surface(_moved(soup, _rotation([0.3, 0.2, 1.0], 30.0), shift), seed=2))
+    assert again["rotation"].tobytes() == out["rotation"].tobytes()   # deterministic
 
 
-def test_reshaped_part_has_large_residual():
+def test_reshaped_part_has_a_large_residual():
     soup = _l_bracket_soup()
-    ref = sample_surface(soup, 3000, seed=1)
-    cand = sample_surface(soup, 3000, seed=2)
     c = soup.vertices.mean(axis=0)
-    scaled = (cand - c) * np.array([1.3, 1.0, 1.0]) + c + np.array([0.01, 0.0, 0.0])
-    moved = split_placement_and_shape(ref, cand + np.array([0.01, 0, 0]), tolerance=0.002)
-    reshaped = split_placement_and_shape(ref, scaled, tolerance=0.002)
-    assert moved["residual"]["fscore"] > 0.97
-    assert reshaped["residual"]["fscore"] < 0.85
-    assert reshaped["residual"]["p95_distance"] > 3 * moved["residual"]["p95_distance"]
-    # corrupted points: one lobe pushed out by 2 cm
-    corrupted = cand.copy()
-    lobe = corrupted[:, 1] > 0.025
-    corrupted[lobe, 2] += 0.02
-    bad = split_placement_and_shape(ref, corrupted, tolerance=0.002)
-    assert bad["residual"]["fscore"] < 0.9
-    assert bad["residual"]["hausdorff"] > 0.005
+    scaled = TriangleSoup((soup.vertices - c) * np.array([1.3, 1.0, 1.0]) + c + 0.01, soup.faces)
+    assert rigid_fit(_surface(soup), _surface(scaled, seed=2))["residual_m"] > 0.001
+    lobe = soup.vertices.copy()
+    lobe[lobe[:, 1] > 0.025, 2] += 0.02      # one lobe's points pushed out by 2 cm
+    assert rigid_fit(_surface(soup), _surface(TriangleSoup(lobe, soup.faces), seed=2))["residual_m"] > 0.001
 
 
-def test_symmetric_cube_rotated_90_degrees_is_same_shape():
+def test_symmetric_cube_rotated_90_degrees_is_unmoved():
     soup = _box_soup((0.1, 0.1, 0.1), center=(1.0, 2.0, 0.5))
-    ref = sample_surface(soup, 10000, seed=3)
-    cand = sample_surface(soup, 10000, seed=4)
-    c = np.array([1.0, 2.0, 0.5])
-    cand = (cand - c) @ _rotation([0, 0, 1], 90.0).T + c
-    out = split_placement_and_shape(ref, cand, tolerance=0.004)
-    assert out["residual"]["fscore"] > 0.97
-    assert out["translation_m"] < 0.001
-    # the smallest rotation consistent with the shape is reported
-    assert out["rotation_deg"] < 2.0
+    turned = _moved(soup, _rotation([0, 0, 1], 90.0), np.zeros(3), about=(1.0, 2.0, 0.5))
+    out = rigid_fit(_surface(soup), _surface(turned, seed=4))
+    assert out["rotation_deg"] == 0.0 and out["residual_m"] < 1e-9
 
 
-def test_split_handles_empty():
-    out = split_placement_and_shape(np.zeros((0, 3)), np.ones((5, 3)), tolerance=0.01)
-    assert out["residual"]["fscore"] == 0.0
+def test_fit_handles_an_empty_side():
+    soup = _box_soup()
+    empty = Surface.of(soup, np.zeros((0, 3)))
+    assert math.isinf(rigid_fit(_surface(soup), empty)["residual_m"])
 
 
-def test_surface_distances_are_an_upper_bound_exact_near_the_surface():
-    """The nearest of the triangles with the nearest centroids: never below the exact distance,
-    and exact for points close to a fine surface."""
+def test_nearest_points_are_exact_near_the_surface_and_an_upper_bound_far_from_it():
+    """Exact (to rounding) within 5 mm of the surface, slivers and degenerate triangles among
+    the triangles; beyond, never below the exact distance and above it by at most r_max."""
     import trimesh
 
-    sphere = trimesh.creation.icosphere(subdivisions=3)
+    sphere = trimesh.creation.icosphere(subdivisions=3, radius=0.05)
+    tris = np.concatenate([sphere.triangles, [[[0, 0, 0.06], [0.001, 0, 0.06], [0.002, 0, 0.06]]],
+                           [[[-0.05, 0, 0.055], [0.05, 0.001, 0.055], [0, 0.0, 0.0551]]]])
     rng = np.random.Generator(np.random.PCG64(1))
-    far = rng.normal(size=(300, 3)) * 0.8
-    near = sphere.vertices[rng.integers(0, len(sphere.vertices), 300)] * (1 + rng.normal(size=(300, 1)) * 1e-3)
-    tris = sphere.triangles
-    for pts in (far, near):
-        got = surface_distances(pts, sphere.vertices, sphere.faces)
+    near = sphere.vertices[rng.integers(0, len(sphere.vertices), 300)] * (1 + rng.normal(size=(300, 1)) * 0.02)
+    far = rng.normal(size=(300, 3)) * 0.2
+    index = SurfaceIndex(tris)
+    for pts in (near, far):
+        got, nearest, _ = index.closest(pts)
         brute = np.array([point_triangle_distance(np.repeat(p[None], len(tris), 0), tris[:, 0], tris[:, 1],
                                                   tris[:, 2]).min() for p in pts])
-        assert np.all(got >= brute - 1e-12)
-    assert np.allclose(got, brute, rtol=0, atol=1e-12)  # the near points
-    assert surface_distances(pts, sphere.vertices, sphere.faces).tobytes() == got.tobytes()
+        assert np.allclose(np.linalg.norm(pts - nearest, axis=1), got, rtol=0, atol=1e-15)
+        close = brute <= 0.005
+        assert np.allclose(got[close], brute[close], rtol=0, atol=1e-15)
+        assert np.all(got >= brute - 1e-15) and np.all(got <= brute + index.r_max + 1e-15)

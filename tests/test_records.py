@@ -154,8 +154,9 @@ def test_ingest_records_tokens_digests_checks_and_separate_reports(ingested):
 
     # the real grade of a plain folder
     real = json.loads((PLAIN / "ant_demo" / "grade.json").read_text())
-    plain = store.get_episode(f"local:ant_two_joint_faults:{real['digests']['candidate']['digest']}")
-    assert plain is not None and plain.trial_name == "ant_demo" and plain.model_name is None
+    [plain] = store.iter_episodes({"source": "folder"})
+    assert plain.episode_id.startswith("folder:ant_two_joint_faults:")
+    assert plain.trial_name == "ant_demo" and plain.job_name == "plain_grades" and plain.model_name is None
     assert store.grades(plain.episode_id)[0]["authored_usd"] == real["authored_usd"] == 0.5
 
 
@@ -315,7 +316,10 @@ def test_report_files_are_complete_and_identical_across_runs(store, tmp_path):
     assert (cabinet_c["counted"], cabinet_c["solved"], cabinet_c["mean_authored_usd"]) == (1, 0, pytest.approx(0.05))
     hopper_a = tasks["hopper_body_and_com", "model-a"]
     assert (hopper_a["counted"], hopper_a["solved"], hopper_a["mean_authored_usd"]) == (3, 3, 1.0)
-    assert len(tasks) == 10                                              # 3 x 3, and the plain grade
+    assert len(tasks) == 9                                               # 3 x 3: the plain grade is nobody's attempt
+    assert [r["model"] for r in tables["leaderboard"]] == ["model-a", "model-b", "model-c"]   # no "(no model)" row
+    assert [r["folder"] for r in tables["unattributed"]] == ["ant_demo"]
+    assert "Unattributed grades" in page and "ant_demo" in page
     separate = {r["model"]: r for r in tables["separate"]}
     assert (separate["model-a"]["visual_reports"], separate["model-a"]["visual_graded"]) == (2, 1)
     assert separate["model-a"]["visual_mean_score"] == pytest.approx(0.8333)
@@ -346,7 +350,7 @@ def test_broken_folders_are_skipped_with_reasons(store, tmp_path):
     report = ingest(store, [job, plain, tmp_path / "missing"])
     skipped = dict(report.skipped)
     assert "is not JSON" in skipped[str(job / names[0])]
-    assert "not a Harbor trial result" in skipped[str(job / names[1])]
+    assert "neither a Harbor trial result" in skipped[str(job / names[1])]
     assert "symlink" in skipped[str(plain)] or "not a JSON object" in skipped[str(plain)]
     assert str(tmp_path / "missing") in skipped
     notes = " | ".join(note for _, note in report.notes)
@@ -442,17 +446,21 @@ def test_a_kept_submission_is_located_for_regrading(store, tmp_path):
     assert paths[names[1]] is None and paths[names[2]] is None
 
 
-def test_an_empty_store_gives_an_empty_report_and_no_stale_files(tmp_path):
+def test_an_empty_store_is_refused_and_nothing_is_written(tmp_path):
+    from usd_repair_verifier.records.report import NothingToReport
+
     out = tmp_path / "report"
     with open_store(f"sqlite:///{tmp_path / 'full.sqlite'}") as full:
         ingest(full, [JOB])
         write_report(full, out)
-    assert (out / "figures" / "rewards.png").is_file()
+        with pytest.raises(NothingToReport, match="no grade of verifier version 9.9"):
+            write_report(full, tmp_path / "other", verifier_version="9.9")
+    assert not (tmp_path / "other").exists()
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     with open_store(f"sqlite:///{tmp_path / 'empty.sqlite'}") as empty:
-        tables = write_report(empty, out)
-    assert tables["leaderboard"] == [] and tables["figures"] == []
-    assert not (out / "figures" / "rewards.png").exists()                # the earlier report's figure is gone
-    assert "| model | agent |" in (out / "report.md").read_text()
+        with pytest.raises(NothingToReport, match="holds no episodes"):
+            write_report(empty, out)
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before      # the earlier report untouched
 
 
 def test_attempts_follow_start_time_whatever_its_spelling():

@@ -1,4 +1,5 @@
-"""Re-grading at scale: the warm grader, the local pool, the Ray engine and `usdgrade regrade`.
+"""Re-grading at scale: the warm grader, the local pool and `usdgrade regrade` (the Ray engine on
+real clusters: tests/test_regrade_cluster.py).
 
 The warm grader's grade.json must be the fresh `pytest checks` process's, byte for byte apart
 from "timings"; the pool must contain what a session cannot (a hang, a dying worker); the
@@ -20,7 +21,6 @@ import pytest
 from usd_repair_verifier.regrade import pool as pool_module
 from usd_repair_verifier.scoring.run import run_grade
 from usd_repair_verifier.regrade.warm import Item, WarmGrader
-from usd_repair_verifier.scoring.reward import INFRASTRUCTURE_EXIT
 
 REPO = Path(__file__).resolve().parent.parent
 CASES = REPO / "fixtures" / "cases"
@@ -328,105 +328,6 @@ def test_regrade_refuses_a_bad_selection(tmp_path):
     assert code == 2 and "--where" in stderr
     code, _, stderr = _regrade("--cases", str(CASES))
     assert code == 2 and "job folders or --db" in stderr
-
-
-RAY_SCRIPT = """
-import contextlib, io, json, os, sys
-import ray
-from usd_repair_verifier.commands.cli import main
-from usd_repair_verifier.regrade.ray_engine import InputsNotShared, RayEngine
-from usd_repair_verifier.regrade.warm import Item
-
-
-def children():
-    me = os.getpid()
-    return {int(pid) for task in os.listdir(f"/proc/{me}/task")
-            for pid in open(f"/proc/{me}/task/{task}/children").read().split()}
-
-job, cases, out, case, readable, missing = sys.argv[1:7]
-outcome = {}
-# One local 2-CPU cluster for the whole script, started on the spot by an engine (as the command
-# starts it without --ray-address); every other engine below finds it up and leaves it running.
-starter = RayEngine(2, 60.0)
-starter._start()
-outcome["cpus"] = starter.cluster_cpus
-
-# 1. The command, on that cluster.
-printed = io.StringIO()
-with contextlib.redirect_stdout(printed):
-    outcome["code"] = main(["regrade", job, "--cases", cases, "--out", out, "--engine", "ray", "-j", "2",
-                            "--no-progress"])
-outcome["stdout"] = printed.getvalue()
-
-# 2. A submission folder a node cannot read stops a run before anything is graded.
-items = [Item("readable", case, readable), Item("missing", case, missing)]
-graded = []
-try:
-    for result in RayEngine(2, 60.0).run(items):
-        graded.append(result.key)
-    outcome["raised"] = None
-except InputsNotShared as error:
-    outcome["raised"] = str(error)
-outcome["graded"] = graded
-
-# 3. An item past its time limit: cancelled, an infrastructure error.
-outcome["limited"] = [(r.key, r.exit_code, json.loads(r.grade_text)) for r in RayEngine(2, 0.05).run(items[:1])]
-outcome["still_up"] = ray.is_initialized()
-
-# 4. The engine that started the cluster stops it when its run ends, leaving none of its
-# processes (this process started them), its autoscaler monitor killed before Ray's own stop.
-cluster = children()
-monitor = [info.process for info in ray._private.worker._global_node.all_processes.get("monitor", [])]
-shutdown, at_shutdown = ray.shutdown, []
-ray.shutdown = lambda: at_shutdown.append([process.poll() for process in monitor]) or shutdown()
-outcome["last"] = [json.loads(r.grade_text)["status"] for r in starter.run(items[:1])]
-outcome.update(cluster=len(cluster), left=sorted(pid for pid in cluster if os.path.exists(f"/proc/{pid}")),
-               down=not ray.is_initialized(), monitor_at_shutdown=at_shutdown)
-print(json.dumps(outcome))
-"""
-
-
-def test_ray_engine_on_a_local_cluster(grader, tmp_path):
-    """On one local 2-CPU cluster: `usdgrade regrade --engine ray` writes the grades of the warm
-    grader (which are the fresh command's, above; the local engine runs the same grader in its
-    workers); a submission folder a node cannot read stops the run up front; an item past its time
-    limit is an infrastructure error; the engine that started the cluster stops all of it."""
-    pytest.importorskip("ray", reason="the ray extra is not installed")
-    import subprocess
-
-    trials = [("ant_two_joint_faults", DEMO, 0.5, "m"),
-              ("cabinet_drawer_door", CASES / "cabinet_drawer_door" / "input", 0.0, "m"),
-              ("gen_cartpole_1", CASES / "gen_cartpole_1" / "reference", 1.0, "m")]
-    job = _job(tmp_path, trials)
-    case = CASES / "gen_cartpole_1"
-    missing = tmp_path / "not-on-this-node" / "app"
-    proc = subprocess.run([sys.executable, "-c", RAY_SCRIPT, str(job), str(CASES), str(tmp_path / "ray"), str(case),
-                           str(case / "reference"), str(missing)],
-                          cwd=REPO, capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(REPO)})
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    outcome = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert outcome["cpus"] == 2
-
-    assert outcome["code"] == 0 and "graded 3 in" in outcome["stdout"], outcome["stdout"]
-    ray_ = {p.parent.name: _without_timings(p.read_text()) for p in (tmp_path / "ray").rglob("grade.json")}
-    warm = {f"trial-{n}": _without_timings(grader.grade(Item(f"trial-{n}", str(CASES / case),
-                                                             str(job / f"trial-{n}" / "artifacts" / "app"))).grade_text)
-            for n, (case, _, _, _) in enumerate(trials)}
-    assert len(ray_) == 3 and ray_ == warm
-
-    assert outcome["graded"] == []  # not even the readable item
-    assert "cannot read 1 input folder(s)" in outcome["raised"] and str(missing) in outcome["raised"]
-    assert "filesystem every node shares" in outcome["raised"]
-
-    [(key, exit_code, grade)] = outcome["limited"]
-    assert key == "readable" and grade["status"] == "infrastructure_error" and exit_code == INFRASTRUCTURE_EXIT, grade
-    assert "time limit of 0.05 s exceeded" in grade["infrastructure_error"]
-    assert outcome["still_up"] is True
-
-    assert outcome["last"] == ["graded"]
-    assert outcome["cluster"] >= 4 and outcome["left"] == [] and outcome["down"] is True
-    # its autoscaler monitor already killed when Ray's own stop begins (which gives it a second it always takes)
-    assert outcome["monitor_at_shutdown"] == [[-9]]
 
 
 def test_regrade_the_records_store(tmp_path):

@@ -60,14 +60,15 @@ def _set_arc(layer: Sdf.Layer, arc: tuple, asset: str) -> None:
 
 
 def _census(stage: Usd.Stage) -> tuple[int, int, int]:
-    """(physics prims, gprims, prims) of the composed stage: what a broken arc may lose."""
+    """(physics prims, gprims with geometry, prims) of the composed stage: what a broken arc may lose."""
     physics = gprims = prims = 0
     for p in Usd.PrimRange.Stage(stage, Usd.TraverseInstanceProxies()):
         prims += 1
         if (p.HasAPI(UsdPhysics.RigidBodyAPI) or p.HasAPI(UsdPhysics.CollisionAPI) or p.IsA(UsdPhysics.Joint)
                 or p.IsA(UsdPhysics.Scene) or p.HasAPI(UsdPhysics.MassAPI) or p.HasAPI(UsdPhysics.MaterialAPI)):
             physics += 1
-        if p.IsA(UsdGeom.Gprim):
+        # A mesh whose points came through the broken arc keeps its prim but draws nothing: lost.
+        if p.IsA(UsdGeom.Gprim) and (not p.IsA(UsdGeom.Mesh) or p.GetAttribute("points").HasAuthoredValue()):
             gprims += 1
     return physics, gprims, prims
 

@@ -48,7 +48,10 @@ def set_attribute(prim: Usd.Prim, name: str, value, type_name, dirty: set) -> No
     """The attribute's default value, in its strongest file-layer spec (else a new spec on the prim's strongest)."""
     attr = prim.GetAttribute(name)
     stack = [s for s in (attr.GetPropertyStack() if attr else []) if not s.layer.anonymous]
-    if stack:
+    # A spec reached through a reference lives at another path: a library prim that other prims
+    # reference too (a converter's GeometryLibrary mesh shared by four legs). Editing it would break
+    # them all, so the value goes on the prim's own strongest spec, which wins over the reference.
+    if stack and stack[0].path.GetPrimPath() == prim.GetPath():
         spec = stack[0]
         spec.default = value
         dirty.add(spec.layer)

@@ -1,106 +1,71 @@
 """Component geometry family: each visible component's placement and shape.
 
-Targets are reference visible components (gprim paths); the candidate
-component is matched within the matched body (correspondence.part_cost).
-A moved part and a reshaped part are told apart by a rigid fit: placement is
-what the fit moves (centroid offset, rotation), shape is what it cannot
-explain (mean residual distance, area). Samples of identical triangles are
-seeded identically (parts.content_seed), so when the triangle counts and area
-agree the fit is exact Kabsch on corresponding samples; otherwise it is ICP.
+Targets are reference visible components (gprim paths); the candidate side is what the
+correspondence matched within the matched body: usually one component, several when the
+candidate split the part into meshes that lie on its surface, and the reference side is
+several when the candidate merged parts (correspondence.component_group). Placement is what a
+rigid fit moves (centroid offset, rotation), shape what it cannot explain (mean residual
+distance, area). The fit (stage_snapshot/surface_fit.py) is exact for the same triangles in any
+order, split or merged, for another triangulation of the same surface and for a part only
+moved, and a rotation that maps a symmetric part onto itself is no error: sampling and
+triangulation never read as a change of shape.
 """
 from __future__ import annotations
 
 import math
-import numpy as np
 
 from usd_repair_verifier.stage_snapshot import surface_fit
-from usd_repair_verifier.stage_snapshot.model import VisualComponent
 
 from .measurement import Comparison, Component, log_ratio
 
 MISSING = math.inf
 
 
-def _pair(cmp: Comparison, target: str) -> tuple[VisualComponent, VisualComponent | None]:
-    ref = cmp.reference.components[target]
-    cand_path = cmp.match.components.get(target)
-    return ref, cmp.candidate.components.get(cand_path) if cand_path else None
+def _sides(cmp: Comparison, target: str):
+    """(reference surface, candidate surface or None): the target's group on each side."""
+    refs, cands = cmp.match.component_group(target)
+    ref_surfaces = [cmp.reference.components[p].surface for p in refs]
+    cand_surfaces = [cmp.candidate.components[p].surface for p in cands]
+    ref = surface_fit.Surface.union(ref_surfaces)
+    return ref, surface_fit.Surface.union(cand_surfaces) if cand_surfaces else None
 
 
-def _corresponding(ref: VisualComponent, cand: VisualComponent) -> bool:
-    return (
-        ref.triangle_count == cand.triangle_count
-        and len(ref.samples) == len(cand.samples)
-        and abs(math.log((ref.area + 1e-300) / (cand.area + 1e-300))) < 1e-6
-    )
-
-
-def fit(ref: VisualComponent, cand: VisualComponent, tolerance: float = 0.0, memo: dict | None = None) -> dict:
-    """rotation_deg and residual_m of the best rigid fit (memoized per pair in `memo`,
-    the comparison's own, so nothing outlives one grade in a process that grades many).
-
-    Fast path: identical sampling (same triangles) gives corresponding samples and an
-    exact Kabsch fit. When that does not explain the candidate within `tolerance`
-    (another triangulation of the same surface samples differently), ICP aligns the
-    samples and the residual is measured against the other side's *surface*, so
-    sampling and triangulation never read as a change of shape.
-    """
-    key = ("fit", id(ref), id(cand))
-    hit = memo.get(key) if memo is not None else None
-    if hit is not None and hit[0] is ref and hit[1] is cand:
-        return hit[2]
-    result = None
-    if _corresponding(ref, cand):
-        result = surface_fit.fit_corresponding(ref.samples, cand.samples)
-    if result is None or result["residual_m"] > tolerance:
-        aligned = _surface_fit(ref, cand)
-        if result is None or aligned["residual_m"] < result["residual_m"]:
-            result = aligned
-    if memo is not None:
-        memo[key] = (ref, cand, result)  # holding the objects keeps their ids unique
-    return result
-
-
-def _surface_fit(ref: VisualComponent, cand: VisualComponent) -> dict:
-    split = surface_fit.split_placement_and_shape(ref.samples, cand.samples)
-    rotation = np.asarray(split["rotation"])
-    center = ref.samples.mean(axis=0)
-    shift = center + np.asarray(split["translation"]) - rotation @ center   # cand ~ R ref + shift
-    result = {"rotation_deg": float(split["rotation_deg"])}
-    if ref.surface is None or cand.surface is None:
-        result["residual_m"] = float(split["residual"]["mean_distance"])
-        return result
-    moved_samples = ref.samples @ rotation.T + shift
-    moved_vertices = np.asarray(ref.surface[0]) @ rotation.T + shift
-    to_cand = surface_fit.surface_distances(moved_samples, *cand.surface)
-    to_ref = surface_fit.surface_distances(cand.samples, moved_vertices, ref.surface[1])
-    result["residual_m"] = float(0.5 * (to_cand.mean() + to_ref.mean()))
-    return result
+def fit(cmp: Comparison, target: str) -> dict | None:
+    """The rigid fit of the target's group (memoized in the comparison's own `fits`, so nothing
+    outlives one grade in a process that grades many); None when nothing matched."""
+    key = ("fit", cmp.match.component_group(target))
+    if key not in cmp.fits:
+        ref, cand = _sides(cmp, target)
+        cmp.fits[key] = None if cand is None else (ref, cand, surface_fit.rigid_fit(ref, cand))
+    return cmp.fits[key]
 
 
 def placement(cmp: Comparison, target: str):
-    ref, cand = _pair(cmp, target)
     tol_m, tol_deg = cmp.tolerances["geometry_position_m"], cmp.tolerances["geometry_angle_deg"]
-    if cand is None:
+    found = fit(cmp, target)
+    if found is None:
+        ref = cmp.reference.components[target]
         return {"offset_m": Component(MISSING, tol_m, list(ref.centroid), "missing or hidden"),
                 "rotation_deg": Component(MISSING, tol_deg)}
-    offset = math.dist(ref.centroid, cand.centroid)
-    rotation = fit(ref, cand, cmp.tolerances["geometry_shape_m"], cmp.fits)["rotation_deg"]
+    ref, cand, result = found
+    r_c, c_c = [float(c) for c in ref.centroid], [float(c) for c in cand.centroid]
     return {
-        "offset_m": Component(offset, tol_m, list(ref.centroid), list(cand.centroid)),
-        "rotation_deg": Component(rotation, tol_deg),
+        "offset_m": Component(math.dist(r_c, c_c), tol_m, r_c, c_c),
+        "rotation_deg": Component(result["rotation_deg"], tol_deg),
     }
 
 
 def shape(cmp: Comparison, target: str):
-    ref, cand = _pair(cmp, target)
     tol_m = cmp.tolerances["geometry_shape_m"]
     tol_area = math.log1p(cmp.tolerances["geometry_area_relative"])
-    if cand is None:
+    found = fit(cmp, target)
+    if found is None:
+        ref = cmp.reference.components[target]
         return {"residual_m": Component(MISSING, tol_m, None, "missing or hidden"),
                 "area": Component(MISSING, tol_area, ref.area, None)}
+    ref, cand, result = found
     return {
-        "residual_m": Component(fit(ref, cand, tol_m, cmp.fits)["residual_m"], tol_m),
+        "residual_m": Component(result["residual_m"], tol_m),
         "area": Component(log_ratio(ref.area, cand.area), tol_area, ref.area, cand.area),
     }
 

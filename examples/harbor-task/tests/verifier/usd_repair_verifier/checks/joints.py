@@ -12,6 +12,7 @@ import math
 from usd_repair_verifier.stage_snapshot import spatial
 from usd_repair_verifier.stage_snapshot.model import Joint
 
+from .articulation import problem_kind
 from .measurement import Comparison, Component, boolean, log_ratio
 
 SINGLE_AXIS = ("revolute", "prismatic")
@@ -64,12 +65,15 @@ def graph(cmp: Comparison, target: str):
     wanted_pair = [cmp.match.candidate_body(ref.body0), cmp.match.candidate_body(ref.body1)]
     have_pair = [cand.body0, cand.body1]
     bodies_ok = have_pair == wanted_pair or have_pair == wanted_pair[::-1]
+    # Relative to the reference: a relationship problem the reference joint has too is its own.
+    known = {problem_kind(p) for p in ref.problems}
+    new_problems = [p for p in cand.problems if problem_kind(p) not in known]
     out = {
         "bodies": boolean(bodies_ok, sorted(map(str, wanted)), [str(b) for b in have_pair]),
         "type": boolean(ref.type == cand.type, ref.type, cand.type),
-        "relationships": boolean(not cand.problems, list(ref.problems), list(cand.problems)),
+        "relationships": boolean(not new_problems, list(ref.problems), list(cand.problems)),
     }
-    if cand.body0 is not None and cand.body0 == cand.body1:
+    if cand.body0 is not None and cand.body0 == cand.body1 and not (ref.body0 is not None and ref.body0 == ref.body1):
         # A joint between a body and itself constrains nothing: invalid, whatever else matches.
         out["distinct_bodies"] = Component(1.0, 0.0, [ref.body0, ref.body1], [cand.body0, cand.body1], True)
     return out
@@ -131,8 +135,9 @@ def range_(cmp: Comparison, target: str):
         return components or {"limited": boolean(False, "unlimited", "joint missing")}
     sign = _direction(ref, cand, swapped)
     cand_limits = {}
+    inverted_in_reference = {lim.dof for lim in ref.limits if lim.lower > lim.upper}
     for limit in cand.limits:
-        if limit.dof in SINGLE_AXIS_DOFS and limit.lower > limit.upper:
+        if limit.dof in SINGLE_AXIS_DOFS and limit.lower > limit.upper and limit.dof not in inverted_in_reference:
             # Inverted limits of a revolute or prismatic joint admit no position at all: invalid in
             # itself, not a nearer repair. (A D6 axis with lower > upper is locked, by the schema;
             # a cone's two half-angles are magnitudes.)

@@ -159,15 +159,20 @@ def visual(cmp: Comparison, target: str):
     if cand is None:
         return {"matched": boolean(False, ref.path, None)}
     out = {"matched": boolean(True, ref.path, cand.path)}
-    compared = compare_visual(
-        ref.material, cand.material,
-        color_tolerance=cmp.tolerances["material_color"],
-        scalar_tolerance=cmp.tolerances["material_scalar"],
-    )
-    for name, (error, tolerance) in compared.items():
-        out[f"visual.{name}"] = Component(
-            error, tolerance, _visual_values(ref.material, name), _visual_values(cand.material, name)
+    # A part the candidate split into several meshes: every piece must look like the part
+    # (correspondence.component_group); the worst piece is reported.
+    _, pieces = cmp.match.component_group(target)
+    for piece in [cand] + [cmp.candidate.components[p] for p in pieces if p != cand.path]:
+        compared = compare_visual(
+            ref.material, piece.material,
+            color_tolerance=cmp.tolerances["material_color"],
+            scalar_tolerance=cmp.tolerances["material_scalar"],
         )
+        for name, (error, tolerance) in compared.items():
+            key = f"visual.{name}"
+            if key not in out or error > out[key].error:
+                out[key] = Component(error, tolerance, _visual_values(ref.material, name),
+                                     _visual_values(piece.material, name))
     return out
 
 

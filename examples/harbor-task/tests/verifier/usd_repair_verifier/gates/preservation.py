@@ -83,9 +83,11 @@ def added_body_parts(cmp: Comparison, profile: Profile) -> list[str]:
 
 
 def collision_support(cmp: Comparison, profile: Profile) -> GateResult:
-    """No healthy body loses (removes, disables, shrinks) its collision."""
+    """No healthy body loses (removes, disables, shrinks, moves) its collision or gains any (a
+    collider grown, moved or re-approximated to a larger solid)."""
     failures = exemptions.preserved_failures(cmp, profile, "collision_support")
-    return from_failures("collision_support", failures, "healthy bodies keep their collision", "collision losses")
+    return from_failures("collision_support", failures, "healthy bodies keep their collision, no more and no less",
+                         "collision changes")
 
 
 def composition_errors(cmp: Comparison, profile: Profile) -> GateResult:

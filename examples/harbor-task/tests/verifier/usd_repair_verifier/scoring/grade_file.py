@@ -33,7 +33,7 @@ class NetworkViolation(_Strict):
     step_id: int
     tool_call_id: str
     tool: str
-    kind: Literal["web_tool", "url"]
+    kind: Literal["web_tool", "url", "network_command"]
     url: str | None
     excerpt: str = Field(description="the offending text, shortened")
 

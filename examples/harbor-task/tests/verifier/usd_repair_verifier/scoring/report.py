@@ -113,7 +113,7 @@ def closed_book_lines(grade: dict, max_violations: int | None = None) -> list[st
     lines = [head, f"  {closed.get('reason')}", f"  trajectory: {closed.get('trajectory')}"]
     violations = closed.get("violations") or []
     for v in violations[:max_violations]:
-        what = "web tool" if v.get("kind") == "web_tool" else f"URL {v.get('url')}"
+        what = {"web_tool": "web tool", "network_command": "network client"}.get(v.get("kind"), f"address {v.get('url')}")
         lines.append(f"  step {v.get('step_id')} of {v.get('trajectory')}: {v.get('tool')}: {what}: {v.get('excerpt')}")
     if max_violations is not None and len(violations) > max_violations:
         lines.append(f"  ... and {len(violations) - max_violations} more network violations")

@@ -1,0 +1,132 @@
+"""What grading the real-robot fixtures costs, and the whole matrix of their mesh equivalents.
+
+    python bench/bench_robots.py            # every robot; writes bench/results/robots-<date>.md
+    python bench/bench_robots.py --quick    # costs only (no matrix, no freeze): robots-<date>-quick.md
+
+For every robot of fixtures/robots (its case in fixtures/robot_cases):
+  grade    the operator's command, `python -m pytest checks --case CASE --submission REF --out OUT`
+           on the case's reference, in a child: wall time, peak resident memory of the whole
+           grade (/usr/bin/time), and from grade.json "timings" the reference's snapshot and the
+           checks' calls
+  freeze   `usd_repair_verifier.authoring.freeze.freeze` of the robot's case (inject, measure, and the self-check's two
+           grades), in a child, for the largest robot (every robot with --freeze-all)
+  matrix   every mesh equivalent of tests/mesh_variants.py that applies to the robot graded in
+           this process against the robot's case (must be 1.0), and every hostile collider change
+           (must be 0)
+The load average is written beside the figures: these machines are shared, so the ratios between
+rows of one run mean more than the seconds.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from fixtures.build_robot_cases import CASES, ROBOT_CASES, ROBOTS  # noqa: E402
+
+RESULTS = ROOT / "bench" / "results"
+EQUIVALENTS = ("reordered", "retriangulated", "split", "merged", "baked_scale", "deinstanced", "hull_mesh",
+               "centimetres")
+HOSTILES = ("grown", "moved", "approximation", "bounding_sphere")
+
+
+def timed_child(argv: list[str], env: dict | None = None) -> tuple[float, float, subprocess.CompletedProcess]:
+    """(wall seconds, peak resident MB, process) of a child run under /usr/bin/time."""
+    with tempfile.NamedTemporaryFile("r", suffix=".time") as report:
+        start = time.perf_counter()
+        proc = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", report.name, *argv], capture_output=True,
+                              text=True, cwd=ROOT, env=env)
+        wall = time.perf_counter() - start
+        lines = [line for line in Path(report.name).read_text().splitlines() if line.strip().isdigit()]
+    return wall, (int(lines[-1]) / 1024 if lines else float("nan")), proc
+
+
+def grade_cost(case: str, out: Path) -> dict:
+    wall, peak, proc = timed_child([sys.executable, "-m", "pytest", "checks", f"--case={CASES / case}",
+                                    f"--submission={CASES / case / 'reference'}", f"--out={out}", "-q"])
+    grade = json.loads((out / "grade.json").read_text())
+    timings = grade.get("timings", {})
+    return {"wall_s": wall, "peak_mb": peak, "reward": grade.get("authored_usd"), "timings": timings}
+
+
+def freeze_cost(case: str, out: Path) -> float:
+    code = ("import sys, tempfile; from pathlib import Path; sys.path.insert(0, '.');"
+            "import fixtures.build_robot_cases as b; b.CASES = Path(sys.argv[1]); b.build_case(sys.argv[2])")
+    wall, _, proc = timed_child([sys.executable, "-c", code, str(out), case])
+    if proc.returncode != 0:
+        raise SystemExit(f"freezing {case} failed: {proc.stderr[-800:]}")
+    return wall
+
+
+def matrix(robot: str, case: str, work: Path) -> dict:
+    from tests import mesh_variants
+    from tests.grade_in_process import grade
+
+    out = {}
+    for name in EQUIVALENTS + HOSTILES:
+        try:
+            candidate = (getattr(mesh_variants, name)(ROBOTS / robot, work / name) if name in EQUIVALENTS
+                         else mesh_variants.collider_changed(ROBOTS / robot, work / name, name))
+        except (LookupError, StopIteration, IndexError) as why:
+            out[name] = f"n/a ({type(why).__name__}: {str(why)[:60]})" if str(why) else "n/a"
+            continue
+        decision = grade(CASES / case, candidate)
+        out[name] = decision.authored_usd
+    return out
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--freeze-all", action="store_true")
+    args = parser.parse_args(argv)
+    case_of = {robot: case for case, (robot, _) in ROBOT_CASES.items()}
+    robots = sorted(case_of, key=lambda r: -sum(p.stat().st_size for p in (ROBOTS / r).rglob("*") if p.is_file()))
+    lines = [f"# Real-robot fixtures: cost and equivalents, {datetime.date.today().isoformat()}", "",
+             f"`python bench/bench_robots.py{' --quick' if args.quick else ''}`; load average at the start "
+             f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores.", "",
+             "| robot | grade (s) | peak (MB) | reference snapshot (s) | tests (s) | reward | freeze (s) |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    rows = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, robot in enumerate(robots):
+            cost = grade_cost(case_of[robot], Path(tmp) / f"grade_{robot}")
+            t = cost["timings"]
+            frozen = (f"{freeze_cost(case_of[robot], Path(tmp) / 'frozen'):.1f}"
+                      if not args.quick and (i == 0 or args.freeze_all) else "")
+            snap, checks = t.get("reference_snapshot_s", ""), t.get("tests_s", "")
+            lines.append(f"| {robot} | {cost['wall_s']:.2f} | {cost['peak_mb']:.0f} | {snap} | {checks} | "
+                         f"{cost['reward']} | {frozen} |")
+            print(lines[-1], flush=True)
+            if not args.quick:
+                rows[robot] = matrix(robot, case_of[robot], Path(tmp) / f"m_{robot}")
+                print(robot, rows[robot], flush=True)
+            write(args, lines, rows, robots)   # after every robot: a run cut short keeps what it measured
+    return 0
+
+
+def write(args, lines: list[str], rows: dict, robots: list[str]) -> None:
+    lines = list(lines)
+    if rows:
+        names = EQUIVALENTS + HOSTILES
+        lines += ["", "Every equivalent must grade 1.0 and every hostile (a healthy collider changed on the "
+                  "reference) 0; n/a where the robot has nothing the variant changes.", "",
+                  "| robot | " + " | ".join(names) + " |", "|" + " --- |" * (len(names) + 1)]
+        lines += [f"| {r} | " + " | ".join(str(rows[r][n]) for n in names) + " |" for r in robots if r in rows]
+    RESULTS.mkdir(exist_ok=True)
+    path = RESULTS / f"robots-{datetime.date.today().isoformat()}{'-quick' if args.quick else ''}.md"
+    path.write_text("\n".join(lines) + "\n")
+    print(f"wrote {path.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
