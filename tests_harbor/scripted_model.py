@@ -11,9 +11,10 @@ EXTRA = 2   # a terminus run may ask once or twice more (a confirmation) before 
 
 
 def terminus_reply(commands: list[str], complete: bool, analysis: str = "") -> str:
-    """A reply in terminus-2's JSON format: keystrokes to type, and whether the task is done."""
+    """A reply in terminus-2's JSON format: keystrokes to type (each given 6 s before the screen is
+    read: a fetch the network holds times out in 5), and whether the task is done."""
     return json.dumps({"analysis": analysis or "scripted", "plan": "scripted",
-                       "commands": [{"keystrokes": c, "duration": 2.0} for c in commands], "task_complete": complete})
+                       "commands": [{"keystrokes": c, "duration": 6.0} for c in commands], "task_complete": complete})
 
 
 class ScriptedModel:

@@ -99,8 +99,10 @@ def test_a_fetch_is_stopped_by_the_network_and_zeroed_by_the_rule(terminus_jobs)
     returncode, output, control_hits = terminus_jobs["control"]
     assert returncode == 0 and control_hits == 1, output
     assert terminus_jobs["target_hits"] == 0
+    # Both attempts failed: curl, and the address assembled at run time that no pattern reads.
     observed = json.dumps(trajectory)
     assert "curl-exit-0" not in observed and "curl-exit-" in observed
+    assert "py-exit-0" not in observed and "py-exit-" in observed
 
 
 def test_harbor_job_regrade_reproduces_every_reward(regraded):
