@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from usd_repair_verifier.checks.measurement import Comparison
-from usd_repair_verifier.checks.registry import FAMILIES
+from usd_repair_verifier.checks.registry import FAMILIES, Measurements
 from usd_repair_verifier.stage_snapshot.correspondence import correspond
 from usd_repair_verifier.stage_snapshot.read import read_snapshot
 
@@ -24,6 +24,8 @@ from usd_repair_verifier.authoring.inject import root_layer_of
 from usd_repair_verifier.profiles.schema import (SCORING_VERSION, CheckSpec, Fault, PackageRecord, Profile, ProfileError,
                      preserved_namespaces_from_json)
 from usd_repair_verifier.profiles.vocabulary import DEFAULT_CORRESPONDENCE, DEFAULT_SAMPLING, DEFAULT_TOLERANCES, FAULT_KINDS
+
+from usd_repair_verifier.authoring.detect import detect_faults  # noqa: F401  (finding faults by comparison)
 
 
 class FreezeRefused(Exception):
@@ -43,10 +45,11 @@ def build_profile(case_id: str, reference: Path, input_: Path, faults: list[Faul
     ref_root, in_root = root_layer_of(reference), root_layer_of(input_)
     ref_snap, in_snap = read_snapshot(ref_root, sampling), read_snapshot(in_root, sampling)
     match = correspond(ref_snap, in_snap, DEFAULT_CORRESPONDENCE["max_body_cost"], DEFAULT_CORRESPONDENCE["max_joint_cost"])
-    cmp = Comparison(ref_snap, in_snap, match, tolerances)
+    measurements = Measurements(Comparison(ref_snap, in_snap, match, tolerances))
     specs = []
     for fault, family, measure in checks_for(faults):
-        result = FAMILIES[family].MEASURES[measure](cmp, fault.target)
+        # The measure alone (no authoring component): the input's error on what the fault breaks.
+        result = FAMILIES[family].MEASURES[measure](measurements.view(family, measure), fault.target)
         if not isinstance(result, dict):
             raise FreezeRefused(f"{fault.id}: {family}.{measure} cannot be measured on {fault.target}: {result.reason}")
         specs.append(CheckSpec(
@@ -130,51 +133,3 @@ def freeze(case_id: str, reference: Path, input_: Path, out: Path, faults: list[
             shutil.rmtree(out)
         shutil.copytree(staging, out, symlinks=True)
     return profile
-
-
-def _target_kind(reference, target: str) -> str | None:
-    if target == "*":
-        return "asset"
-    for kind, table in (("joint", reference.joints), ("body", reference.bodies), ("component", reference.components)):
-        if target in table:
-            return kind
-    return None
-
-
-def detect_faults(reference: Path, input_: Path, tolerances: dict | None = None) -> list[Fault]:
-    """Find what differs between reference and input, as faults of the vocabulary.
-
-    Every measure of every family runs on every reference target; each target's
-    failing measures become the fault kind that covers most of them. Body
-    collision and mass differences on a body that owns a changed visible
-    component are that component's fault's consequence, not a fault of their own.
-    """
-    tolerances = {**DEFAULT_TOLERANCES, **(tolerances or {})}
-    ref_snap = read_snapshot(root_layer_of(reference), DEFAULT_SAMPLING)
-    in_snap = read_snapshot(root_layer_of(input_), DEFAULT_SAMPLING)
-    match = correspond(ref_snap, in_snap, DEFAULT_CORRESPONDENCE["max_body_cost"], DEFAULT_CORRESPONDENCE["max_joint_cost"])
-    cmp = Comparison(ref_snap, in_snap, match, tolerances)
-    failing: dict[str, set] = {}
-    for family, module in sorted(FAMILIES.items()):
-        for measure in module.MEASURES:
-            for target in module.targets(ref_snap, measure):
-                result = module.MEASURES[measure](cmp, target)
-                if isinstance(result, dict) and any(not (c.error <= c.tolerance) for c in result.values()):
-                    failing.setdefault(target, set()).add((family, measure))
-    owners = {ref_snap.components[t].body for t in failing if t in ref_snap.components}
-    faults = []
-    for target in sorted(failing):
-        measures = failing[target]
-        if target in owners:
-            measures = {m for m in measures if m[0] not in ("collision", "mass")}
-        kind_of_target = _target_kind(ref_snap, target)
-        while measures:
-            candidates = [k for k in FAULT_KINDS.values()
-                          if k.target == kind_of_target and set(k.checks) <= measures]
-            if not candidates:
-                break
-            best = max(candidates, key=lambda k: len(k.checks))
-            faults.append(Fault(id=f"f{len(faults) + 1}", kind=best.name, target=target,
-                                note="found by comparison: " + ", ".join(f"{f}.{m}" for f, m in sorted(best.checks))))
-            measures -= set(best.checks)
-    return faults

@@ -73,6 +73,15 @@ class Node:
         return self.process.poll() is None
 
 
+def _plasma_sockets(sockets: Path) -> int:
+    """How many object-store sockets the session holds; none while `session_latest` is being
+    re-pointed by a starting node (its folder is briefly missing: seen as FileNotFoundError)."""
+    try:
+        return sum(1 for name in os.listdir(sockets) if name.startswith("plasma_store"))
+    except FileNotFoundError:
+        return 0
+
+
 @dataclass
 class LocalCluster:
     root: Path
@@ -140,11 +149,11 @@ class LocalCluster:
         """A node starts joining the cluster; returns once its raylet holds its socket names (two
         raylets choosing at once would choose the same ones), before the cluster has it: `wait`."""
         sockets = self.temp_dir / "session_latest" / "sockets"
-        taken = len(list(sockets.glob("plasma_store*")))
+        taken = _plasma_sockets(sockets)
         resources = json.dumps({f"usdgrade_node_{name}": 1})
         node = self._spawn(name, [RAY, "start", "--address", self.address, "--block", "--num-cpus", str(cpus),
                                   "--resources", resources, "--disable-usage-stats"], env, tuple(hide))
-        self._wait(node, lambda: len(list(sockets.glob("plasma_store*"))) > taken or self._ready(node))
+        self._wait(node, lambda: _plasma_sockets(sockets) > taken or self._ready(node))
         return node
 
     @staticmethod

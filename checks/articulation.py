@@ -57,9 +57,10 @@ def roots(cmp: Comparison, target: str):
             invalid.append(f"{cand.path}: {'; '.join(problems)}")
     uncovered = [ref.path for ref in ref_roots if not any(_corresponds(cmp, ref, c) for c in cand_roots)]
     return {
-        "root_count": Component(float(abs(len(cand_roots) - len(ref_roots))), 0.0, len(ref_roots), len(cand_roots)),
-        "invalid_roots": Component(float(len(invalid)), 0.0, [], invalid),
-        "uncovered_reference_roots": Component(float(len(uncovered)), 0.0, [], uncovered),
+        "root_count": Component(float(abs(len(cand_roots) - len(ref_roots))), 0.0, len(ref_roots), len(cand_roots),
+                                unit="count", value_unit="count"),
+        "invalid_roots": Component(float(len(invalid)), 0.0, [], invalid, unit="count"),
+        "uncovered_reference_roots": Component(float(len(uncovered)), 0.0, [], uncovered, unit="count"),
     }
 
 

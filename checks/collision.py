@@ -52,11 +52,12 @@ def coverage(cmp: Comparison, target: str):
         ref_share = parts.reference_coverage(cmp.reference, target, margin)
         cand_share = ref_share if same else solids.coverage(surface, cand_solids, margin) if cand_solids else 0.0
         out["coverage"] = Component(max(0.0, ref_share - cand_share), cmp.tolerances["collision_coverage"],
-                                    ref_share, cand_share)
+                                    ref_share, cand_share, unit="share", value_unit="share")
     held = parts.solid_samples(cmp.reference, target)
     if len(held[0]):
         lost = 0.0 if same else solids.outside_share(held, cand_solids, margin)
-        out["volume_lost"] = Component(lost, cmp.tolerances["collision_coverage"], 0.0, lost)
+        out["volume_lost"] = Component(lost, cmp.tolerances["collision_coverage"], 0.0, lost, unit="share",
+                                       value_unit="share")
     return out
 
 
@@ -68,13 +69,15 @@ def free_space(cmp: Comparison, target: str):
     out = {}
     if len(empty):   # the reference's empty space lies outside every reference solid by construction
         filled = 0.0 if same or not cand_solids else solids.free_space_fill(empty, cand_solids)
-        out["filled"] = Component(filled, cmp.tolerances["collision_free_space"], 0.0, filled)
+        out["filled"] = Component(filled, cmp.tolerances["collision_free_space"], 0.0, filled, unit="share",
+                                  value_unit="share")
     if parts.enabled_solids(cmp.reference, target) or cand_solids:
         held = ((np.zeros((0, 3)), np.zeros(0)) if same or not cand_body
                 else parts.body_solid_samples(cmp.candidate, cand_body))
         excess = solids.outside_share(held, parts.enabled_solids(cmp.reference, target),
                                       cmp.tolerances["collision_margin_m"]) if len(held[0]) else 0.0
-        out["excess"] = Component(excess, cmp.tolerances["collision_free_space"], 0.0, excess)
+        out["excess"] = Component(excess, cmp.tolerances["collision_free_space"], 0.0, excess, unit="share",
+                                  value_unit="share")
     if not out:
         return Unmeasured("the reference body has no free space to keep (no collider or no visible bounds)")
     return out

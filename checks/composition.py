@@ -15,7 +15,7 @@ WHOLE_ASSET = "*"
 def errors(cmp: Comparison, target: str):
     ref = list(cmp.reference.composition_errors)
     cand = list(cmp.candidate.composition_errors)
-    return {"errors": Component(float(max(0, len(cand) - len(ref))), 0.0, ref, cand)}
+    return {"errors": Component(float(max(0, len(cand) - len(ref))), 0.0, ref, cand, unit="count")}
 
 
 MEASURES = {"errors": errors}

@@ -31,13 +31,13 @@ def _sides(cmp: Comparison, target: str):
 
 
 def fit(cmp: Comparison, target: str) -> dict | None:
-    """The rigid fit of the target's group (memoized in the comparison's own `fits`, so nothing
-    outlives one grade in a process that grades many); None when nothing matched."""
+    """The rigid fit of the target's group (memoized in the comparison's derived values, which the
+    session that built it owns, keyed by the group's paths); None when nothing matched."""
     key = ("fit", cmp.match.component_group(target))
-    if key not in cmp.fits:
+    if key not in cmp.derived:
         ref, cand = _sides(cmp, target)
-        cmp.fits[key] = None if cand is None else (ref, cand, surface_fit.rigid_fit(ref, cand))
-    return cmp.fits[key]
+        cmp.derived[key] = None if cand is None else (ref, cand, surface_fit.rigid_fit(ref, cand))
+    return cmp.derived[key]
 
 
 def placement(cmp: Comparison, target: str):
@@ -45,13 +45,13 @@ def placement(cmp: Comparison, target: str):
     found = fit(cmp, target)
     if found is None:
         ref = cmp.reference.components[target]
-        return {"offset_m": Component(MISSING, tol_m, list(ref.centroid), "missing or hidden"),
-                "rotation_deg": Component(MISSING, tol_deg)}
+        return {"offset_m": Component(MISSING, tol_m, list(ref.centroid), "missing or hidden", unit="m", value_unit="m"),
+                "rotation_deg": Component(MISSING, tol_deg, unit="deg")}
     ref, cand, result = found
     r_c, c_c = [float(c) for c in ref.centroid], [float(c) for c in cand.centroid]
     return {
-        "offset_m": Component(math.dist(r_c, c_c), tol_m, r_c, c_c),
-        "rotation_deg": Component(result["rotation_deg"], tol_deg),
+        "offset_m": Component(math.dist(r_c, c_c), tol_m, r_c, c_c, unit="m", value_unit="m"),
+        "rotation_deg": Component(result["rotation_deg"], tol_deg, unit="deg"),
     }
 
 
@@ -61,12 +61,13 @@ def shape(cmp: Comparison, target: str):
     found = fit(cmp, target)
     if found is None:
         ref = cmp.reference.components[target]
-        return {"residual_m": Component(MISSING, tol_m, None, "missing or hidden"),
-                "area": Component(MISSING, tol_area, ref.area, None)}
+        return {"residual_m": Component(MISSING, tol_m, None, "missing or hidden", unit="m"),
+                "area": Component(MISSING, tol_area, ref.area, None, unit="log_ratio", value_unit="m^2")}
     ref, cand, result = found
     return {
-        "residual_m": Component(result["residual_m"], tol_m),
-        "area": Component(log_ratio(ref.area, cand.area), tol_area, ref.area, cand.area),
+        "residual_m": Component(result["residual_m"], tol_m, unit="m"),
+        "area": Component(log_ratio(ref.area, cand.area), tol_area, ref.area, cand.area, unit="log_ratio",
+                          value_unit="m^2"),
     }
 
 

@@ -16,6 +16,9 @@ from .articulation import problem_kind
 from .measurement import Comparison, Component, boolean, log_ratio
 
 SINGLE_AXIS = ("revolute", "prismatic")
+# A drive's gains in SI, (angular, linear): a linear drive pulls with newtons per metre, an angular
+# one with newton metres per degree (angular drives are in degrees by schema).
+GAIN_UNITS = {"stiffness": ("N m/deg", "N/m"), "damping": ("N m s/deg", "N s/m"), "max_force": ("N m", "N")}
 UNSIGNED_DOFS = ("cone", "distance")
 MISSING = math.inf
 
@@ -48,8 +51,8 @@ def _direction(ref: Joint, cand: Joint, swapped: bool) -> float:
     return (1.0 if same else -1.0) * (-1.0 if swapped else 1.0)
 
 
-def _missing(names: list[str], tolerances: list[float]) -> dict[str, Component]:
-    return {n: Component(MISSING, t, None, "joint missing") for n, t in zip(names, tolerances)}
+def _missing(names: list[str], tolerances: list[float], units: list[str]) -> dict[str, Component]:
+    return {n: Component(MISSING, t, None, "joint missing", unit=u) for n, t, u in zip(names, tolerances, units)}
 
 
 def existence(cmp: Comparison, target: str):
@@ -75,7 +78,7 @@ def graph(cmp: Comparison, target: str):
     }
     if cand.body0 is not None and cand.body0 == cand.body1 and not (ref.body0 is not None and ref.body0 == ref.body1):
         # A joint between a body and itself constrains nothing: invalid, whatever else matches.
-        out["distinct_bodies"] = Component(1.0, 0.0, [ref.body0, ref.body1], [cand.body0, cand.body1], True)
+        out["distinct_bodies"] = Component(1.0, 0.0, [ref.body0, ref.body1], [cand.body0, cand.body1], True, "flag")
     return out
 
 
@@ -87,7 +90,7 @@ def frame(cmp: Comparison, target: str):
     angle_name = "axis_deg" if single_axis else "rotation_deg"
     names = ["position_m", angle_name, "sides_position_m", "sides_angle_deg"]
     if cand is None:
-        return _missing(names, [tol_m, tol_deg, tol_m, tol_deg])
+        return _missing(names, [tol_m, tol_deg, tol_m, tol_deg], ["m", "deg", "m", "deg"])
     c0, c1 = _sides(cand, swapped)
     position = max(
         spatial.distance(ref.frame0.position, c0.position),
@@ -109,20 +112,28 @@ def frame(cmp: Comparison, target: str):
     ref_twist = spatial.rotation_angle_deg(ref.frame0.rotation, ref.frame1.rotation)
     cand_twist = spatial.rotation_angle_deg(cand.frame0.rotation, cand.frame1.rotation)
     return {
-        "position_m": Component(position, tol_m, list(ref.frame0.position), list(c0.position)),
-        angle_name: Component(angle, tol_deg),
+        "position_m": Component(position, tol_m, list(ref.frame0.position), list(c0.position), unit="m", value_unit="m"),
+        angle_name: Component(angle, tol_deg, unit="deg"),
         # The two sides of a joint agree at rest; the reference's own disagreement is allowed.
-        "sides_position_m": Component(max(0.0, cand_gap - ref_gap), tol_m, ref_gap, cand_gap),
-        "sides_angle_deg": Component(max(0.0, cand_twist - ref_twist), tol_deg, ref_twist, cand_twist),
+        "sides_position_m": Component(max(0.0, cand_gap - ref_gap), tol_m, ref_gap, cand_gap, unit="m", value_unit="m"),
+        "sides_angle_deg": Component(max(0.0, cand_twist - ref_twist), tol_deg, ref_twist, cand_twist, unit="deg",
+                                     value_unit="deg"),
     }
 
 
 SINGLE_AXIS_DOFS = ("angular", "linear")
 
 
+def _linear(joint: Joint, dof: str) -> bool:
+    return joint.linear or dof.startswith("Trans") or dof == "linear"
+
+
 def _travel_tolerance(cmp: Comparison, joint: Joint, dof: str) -> float:
-    linear = joint.linear or dof.startswith("Trans") or dof == "linear"
-    return cmp.tolerances["limit_linear_m" if linear else "limit_angle_deg"]
+    return cmp.tolerances["limit_linear_m" if _linear(joint, dof) else "limit_angle_deg"]
+
+
+def _travel_unit(joint: Joint, dof: str) -> str:
+    return "m" if _linear(joint, dof) else "deg"
 
 
 def range_(cmp: Comparison, target: str):
@@ -130,8 +141,8 @@ def range_(cmp: Comparison, target: str):
     components = {}
     if cand is None:
         for limit in ref.limits:
-            t = _travel_tolerance(cmp, ref, limit.dof)
-            components.update(_missing([f"{limit.dof}.lower", f"{limit.dof}.upper"], [t, t]))
+            t, u = _travel_tolerance(cmp, ref, limit.dof), _travel_unit(ref, limit.dof)
+            components.update(_missing([f"{limit.dof}.lower", f"{limit.dof}.upper"], [t, t], [u, u]))
         return components or {"limited": boolean(False, "unlimited", "joint missing")}
     sign = _direction(ref, cand, swapped)
     cand_limits = {}
@@ -142,21 +153,23 @@ def range_(cmp: Comparison, target: str):
             # itself, not a nearer repair. (A D6 axis with lower > upper is locked, by the schema;
             # a cone's two half-angles are magnitudes.)
             components[f"{_dof_key(ref, limit.dof)}.ordered"] = Component(
-                1.0, 0.0, "lower <= upper", [limit.lower, limit.upper], True)
+                1.0, 0.0, "lower <= upper", [limit.lower, limit.upper], True, "flag")
         # Cone half-angles and distances are magnitudes: swapping the bodies leaves them as they are.
         signed = limit.dof not in UNSIGNED_DOFS
         lower, upper = (limit.lower, limit.upper) if sign > 0 or not signed else (-limit.upper, -limit.lower)
         cand_limits[_dof_key(ref, limit.dof)] = (lower, upper)
     for limit in ref.limits:
         key = _dof_key(ref, limit.dof)
-        t = _travel_tolerance(cmp, ref, limit.dof)
+        t, u = _travel_tolerance(cmp, ref, limit.dof), _travel_unit(ref, limit.dof)
         got = cand_limits.pop(key, None)
         if got is None:
-            components[f"{key}.lower"] = Component(MISSING, t, limit.lower, None)
-            components[f"{key}.upper"] = Component(MISSING, t, limit.upper, None)
+            components[f"{key}.lower"] = Component(MISSING, t, limit.lower, None, unit=u, value_unit=u)
+            components[f"{key}.upper"] = Component(MISSING, t, limit.upper, None, unit=u, value_unit=u)
             continue
-        components[f"{key}.lower"] = Component(_limit_error(limit.lower, got[0]), t, limit.lower, got[0])
-        components[f"{key}.upper"] = Component(_limit_error(limit.upper, got[1]), t, limit.upper, got[1])
+        components[f"{key}.lower"] = Component(_limit_error(limit.lower, got[0]), t, limit.lower, got[0], unit=u,
+                                               value_unit=u)
+        components[f"{key}.upper"] = Component(_limit_error(limit.upper, got[1]), t, limit.upper, got[1], unit=u,
+                                               value_unit=u)
     for key, got in sorted(cand_limits.items()):
         components[f"{key}.unexpected_limit"] = boolean(False, None, list(got))
     return components or {"limited": boolean(True, "unlimited", "unlimited")}
@@ -188,17 +201,18 @@ def state(cmp: Comparison, target: str):
         components[f"drive.{key}.present"] = boolean(got is not None, True, got is not None)
         if got is None:
             continue
-        t = _travel_tolerance(cmp, ref, drive.dof)
+        t, u = _travel_tolerance(cmp, ref, drive.dof), _travel_unit(ref, drive.dof)
         components[f"drive.{key}.kind"] = boolean(drive.kind == got.kind, drive.kind, got.kind)
         components[f"drive.{key}.target_position"] = Component(
-            abs(drive.target_position - sign * got.target_position), t, drive.target_position, sign * got.target_position
-        )
+            abs(drive.target_position - sign * got.target_position), t, drive.target_position, sign * got.target_position,
+            unit=u, value_unit=u)
         components[f"drive.{key}.target_velocity"] = Component(
-            abs(drive.target_velocity - sign * got.target_velocity), t, drive.target_velocity, sign * got.target_velocity
-        )
+            abs(drive.target_velocity - sign * got.target_velocity), t, drive.target_velocity, sign * got.target_velocity,
+            unit=u, value_unit=f"{u}/s")
         for gain in ("stiffness", "damping", "max_force"):
             a, b = getattr(drive, gain), getattr(got, gain)
-            components[f"drive.{key}.{gain}"] = Component(log_ratio(a, b), rel_tol, a, b)
+            components[f"drive.{key}.{gain}"] = Component(log_ratio(a, b), rel_tol, a, b, unit="log_ratio",
+                                                         value_unit=GAIN_UNITS[gain][u == "m"])
     for key in sorted(cand_drives):
         components[f"drive.{key}.unexpected"] = boolean(False, None, True)
     return components
@@ -217,7 +231,7 @@ def redundant(cmp: Comparison, target: str):
         for path in cmp.match.extra_joints
         if {cmp.candidate.joints[path].body0, cmp.candidate.joints[path].body1} <= pair
     ]
-    return {"extra_joints": Component(float(len(extra)), 0.0, 0, sorted(extra))}
+    return {"extra_joints": Component(float(len(extra)), 0.0, 0, sorted(extra), unit="count")}
 
 
 MEASURES = {

@@ -49,8 +49,8 @@ def mass(cmp: Comparison, target: str):
     ref, cand = pair
     tol = math.log1p(cmp.tolerances["mass_relative"])
     if cand is None:
-        return {"mass": Component(MAX_LOG_RATIO, tol, ref.mass, None)}
-    return {"mass": Component(log_ratio(ref.mass, cand.mass), tol, ref.mass, cand.mass)}
+        return {"mass": Component(MAX_LOG_RATIO, tol, ref.mass, None, unit="log_ratio", value_unit="kg")}
+    return {"mass": Component(log_ratio(ref.mass, cand.mass), tol, ref.mass, cand.mass, unit="log_ratio", value_unit="kg")}
 
 
 def center_of_mass(cmp: Comparison, target: str):
@@ -60,11 +60,11 @@ def center_of_mass(cmp: Comparison, target: str):
     ref, cand = pair
     tol = cmp.tolerances["com_m"]
     if cand is None:
-        return {"offset_m": Component(math.inf, tol, list(ref.center_of_mass), None)}
+        return {"offset_m": Component(math.inf, tol, list(ref.center_of_mass), None, unit="m", value_unit="m")}
     d = spatial.distance(ref.center_of_mass, cand.center_of_mass)
     if not math.isfinite(d):
         d = math.inf  # nan (a non-finite candidate) is never a pass, and reports as the cap
-    return {"offset_m": Component(d, tol, list(ref.center_of_mass), list(cand.center_of_mass))}
+    return {"offset_m": Component(d, tol, list(ref.center_of_mass), list(cand.center_of_mass), unit="m", value_unit="m")}
 
 
 def inertia(cmp: Comparison, target: str):
@@ -75,13 +75,14 @@ def inertia(cmp: Comparison, target: str):
     tol = math.log1p(cmp.tolerances["inertia_relative"])
     ref_moments = sorted(ref.principal_inertia)
     if cand is None:
-        return {"principal_inertia": Component(MAX_LOG_RATIO, tol, ref_moments, None)}
+        return {"principal_inertia": Component(MAX_LOG_RATIO, tol, ref_moments, None, unit="log_ratio",
+                                               value_unit="kg m^2")}
     cand_moments = sorted(cand.principal_inertia)
     # A zero, negative or non-finite moment is the cap (log_ratio), never a pass.
     err = max(log_ratio(a, b) for a, b in zip(ref_moments, cand_moments))
     if math.isnan(err):
         err = MAX_LOG_RATIO
-    return {"principal_inertia": Component(err, tol, ref_moments, cand_moments)}
+    return {"principal_inertia": Component(err, tol, ref_moments, cand_moments, unit="log_ratio", value_unit="kg m^2")}
 
 
 MEASURES = {"mass": mass, "center_of_mass": center_of_mass, "inertia": inertia}

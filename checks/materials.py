@@ -34,6 +34,9 @@ LARGE_ERROR = 50.0
 # Surface input names that would collide with a component name (as would any "texture." name):
 # reported as "surface.<name>".
 _RESERVED = {"bound", "shader"}
+# A physics material's components: (unit of the error, unit of the values); friction and
+# restitution are dimensionless ("1").
+PHYSICS_UNITS = {"bound": ("flag", None), "density": ("log_ratio", "kg/m^3")}
 
 
 # ---------------------------------------------------------------------------
@@ -172,7 +175,7 @@ def visual(cmp: Comparison, target: str):
             key = f"visual.{name}"
             if key not in out or error > out[key].error:
                 out[key] = Component(error, tolerance, _visual_values(ref.material, name),
-                                     _visual_values(piece.material, name))
+                                     _visual_values(piece.material, name), unit="flag" if tolerance == 0.0 else "1")
     return out
 
 
@@ -227,6 +230,7 @@ def physics(cmp: Comparison, target: str):
                     {"collider": ref_collider.path, "value": _physics_value(ref_collider.material, name)},
                     {"collider": cand.path if cand is not None else None,
                      "value": _physics_value(cand_material, name)},
+                    unit=PHYSICS_UNITS.get(name, ("1", None))[0], value_unit=PHYSICS_UNITS.get(name, ("1", None))[1],
                 )
     return out or {"physics.bound": boolean(True, "no colliders", None)}
 

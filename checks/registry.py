@@ -3,16 +3,26 @@
 The families are declared in profiles/families.py; each entry names its module here in
 checks/ (MEASURES: name -> pure measure function; targets(reference, measure) -> every
 target the objective gates cover). Adding a family is that module and that entry.
+
+`Measurements` makes every measurement of one comparison once: a measure sees the comparison
+with only the tolerances its entry declares, a value the candidate authored wrongly adds a
+failing component to every check that reads it, and the result is kept under (family,
+measure, target) for the check, the gates and every later look.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from importlib import import_module
 from types import ModuleType
 
 from usd_repair_verifier.profiles import families as table
 
-from . import authoring
-from .measurement import Comparison, Measurement, Unmeasured, grade
+from . import authoring_errors
+from .measurement import Comparison, Component, Unmeasured, grade
+from usd_repair_verifier.profiles.result_record import CheckResult
+
+Key = tuple[str, str, str]    # (family, measure, target)
+Raw = dict[str, Component] | Unmeasured
 
 
 def _load(family: table.Family) -> ModuleType:
@@ -27,27 +37,68 @@ def _load(family: table.Family) -> ModuleType:
 FAMILIES: dict[str, ModuleType] = {family.name: _load(family) for family in table.FAMILIES}
 
 
-def measure(
-    cmp: Comparison, family: str, name: str, target: str, check_id: str = "", input_errors: dict | None = None
-) -> Measurement:
-    module = FAMILIES[family]
-    check_id = check_id or f"{family}.{name}:{target}"
-    key = (family, name, target)
-    result = cmp.memo.get(key)
-    if result is None:
+class Measurements:
+    """Every measurement of one comparison, each made once. A grading session holds one for its
+    comparison; measure functions are pure, so a result computed in another process (an xdist
+    worker sharing the work) is the one this would compute, and may be added with `update`."""
+
+    def __init__(self, comparison: Comparison):
+        self.comparison = comparison
+        self.results: dict[Key, Raw] = {}
+        self._views: dict[tuple[str, str], Comparison] = {}
+
+    def view(self, family: str, name: str) -> Comparison:
+        """The comparison as this measure sees it: the tolerances its table entry declares."""
+        view = self._views.get((family, name))
+        if view is None:
+            entry = table.measure_entry(family, name)
+            view = self._views[(family, name)] = self.comparison.for_measure(f"{family}.{name}", entry.tolerances)
+        return view
+
+    def raw(self, family: str, name: str, target: str) -> Raw:
+        """The measure function's result on one target (with its authoring component, if any)."""
+        key = (family, name, target)
+        result = self.results.get(key)
+        if result is None:
+            result = self.results[key] = self._measure(family, name, target)
+        return result
+
+    def _measure(self, family: str, name: str, target: str) -> Raw:
+        module, cmp = FAMILIES[family], self.view(family, name)
         if target not in module.targets(cmp.reference, name):
-            result = Unmeasured(f"the reference has no {family} {target}")
-        else:
-            result = module.MEASURES[name](cmp, target)
-            # A value the candidate authored wrongly (or ambiguously) fails every check that reads it.
-            flagged = None if isinstance(result, Unmeasured) else authoring.component(cmp, family, target)
-            if flagged is not None:
-                result = {**result, "authoring": flagged}
-        cmp.memo[key] = result  # measure functions are pure: the result depends on the key alone
-    return grade(check_id, family, name, target, result, input_errors)
+            return Unmeasured(f"the reference has no {family} {target}")
+        result = module.MEASURES[name](cmp, target)
+        if isinstance(result, Unmeasured):
+            return result
+        # A value the candidate authored wrongly (or ambiguously) fails every check that reads it.
+        flagged = authoring_errors.component(cmp, table.BY_NAME[family], table.measure_entry(family, name), target)
+        return result if flagged is None else {**result, "authoring": flagged}
+
+    def check(self, family: str, name: str, target: str, check_id: str = "",
+              input_errors: dict | None = None) -> CheckResult:
+        ref, cand = self.comparison.reference, self.comparison.candidate
+        scales = ((ref.meters_per_unit, ref.kilograms_per_unit), (cand.meters_per_unit, cand.kilograms_per_unit))
+        return grade(check_id or f"{family}.{name}:{target}", family, name, target, self.raw(family, name, target),
+                     input_errors, scales)
+
+    def every(self, family: str, names: tuple[str, ...],
+              keep: Callable[[str], bool] = lambda target: True) -> list[CheckResult]:
+        """The checks of these measures on every target of the reference that `keep` accepts."""
+        module = FAMILIES[family]
+        return [self.check(family, name, target) for name in names
+                for target in module.targets(self.comparison.reference, name) if keep(target)]
+
+    def update(self, results: dict[Key, Raw]) -> None:
+        self.results.update(results)
 
 
-def every_measurement(reference) -> list[tuple[str, str, str]]:
+def measure(cmp: Comparison, family: str, name: str, target: str, check_id: str = "",
+            input_errors: dict | None = None) -> CheckResult:
+    """One check on a comparison outside a grading session (tests, tools): nothing is kept."""
+    return Measurements(cmp).check(family, name, target, check_id, input_errors)
+
+
+def every_measurement(reference) -> list[Key]:
     """Every (family, measure, target) the reference has: what the objective gates measure."""
     return [
         (family, name, target)
@@ -57,8 +108,7 @@ def every_measurement(reference) -> list[tuple[str, str, str]]:
     ]
 
 
-def unmeasured(family: str, name: str, target: str, check_id: str, reason: str) -> Measurement:
+def unmeasured(family: str, name: str, target: str, check_id: str, reason: str) -> CheckResult:
     """A check that could not run because the candidate cannot be read (invalid submission)."""
     m = grade(check_id, family, name, target, Unmeasured(reason), None)
-    m.passed, m.progress = False, 0.0
-    return m
+    return m.model_copy(update={"passed": False, "progress": 0.0})

@@ -20,7 +20,6 @@ isolated child interpreter: same outputs, same exit codes.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -42,30 +41,32 @@ def grade(args: argparse.Namespace) -> int:
 
 
 def explain_command(args: argparse.Namespace) -> int:
-    from usd_repair_verifier.scoring.report import explain_lines
+    from pydantic import ValidationError
+
+    from usd_repair_verifier.scoring import grade_file
+    from usd_repair_verifier.scoring.readable import explain_lines
 
     try:
-        grade_json = json.loads(Path(args.grade).read_text())
-    except (OSError, ValueError) as error:
+        text = Path(args.grade).read_bytes()
+    except OSError as error:
         print(f"cannot read {args.grade}: {error}", file=sys.stderr)
         return 2
-    if not isinstance(grade_json, dict) or not isinstance(grade_json.get("status"), str) or \
-            not isinstance(grade_json.get("checks", []), list) or not isinstance(grade_json.get("gates", {}), dict):
-        print(f"cannot explain {args.grade}: not a usdgrade grade.json (status, checks, gates)", file=sys.stderr)
-        return 2
     try:
-        if args.html:
-            from usd_repair_verifier.commands.explain_html import write_page
-
-            page = write_page(grade_json, Path(args.out) if args.out else Path(args.grade).parent / "explain",
-                              Path(args.case) if args.case else None, Path(args.submission) if args.submission else None)
-            print(f"wrote {page}")
-            return 0
-        text = "\n".join(explain_lines(grade_json))
-    except (KeyError, TypeError, AttributeError) as error:  # a field of the wrong shape
-        print(f"cannot explain {args.grade}: malformed grade.json ({type(error).__name__}: {error})", file=sys.stderr)
+        grade = grade_file.read(text)
+    except ValidationError as error:
+        first = error.errors()[0] if error.errors() else {}
+        where = ".".join(str(p) for p in first.get("loc", ())) or "the file"
+        print(f"cannot explain {args.grade}: not a usdgrade grade.json ({error.error_count()} problem(s); "
+              f"first: {where}: {first.get('msg', error)})", file=sys.stderr)
         return 2
-    print(text)
+    if args.html:
+        from usd_repair_verifier.commands.explain_html import write_page
+
+        page = write_page(grade, Path(args.out) if args.out else Path(args.grade).parent / "explain",
+                          Path(args.case) if args.case else None, Path(args.submission) if args.submission else None)
+        print(f"wrote {page}")
+        return 0
+    print("\n".join(explain_lines(grade)))
     return 0
 
 

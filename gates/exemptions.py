@@ -2,67 +2,63 @@
 
 A fault's own checks grade its properties; every other property of a targeted element
 is preserved like a healthy one, so damaging it is never free. The exemptions are the
-(family, measure, target) triples of the profile's checks, plus the knock-on effects
-a fault cannot avoid:
-- a visible part moved or reshaped also moves or reshapes its body's collision and mass
-  (when the part is also a collider, or its body's mass comes from its geometry);
-- a body disabled or made kinematic is no longer a dynamic body for the UsdPhysics
-  parser, so the joints attached to it resolve differently (their graph and state);
-- any fault on a body (its state, mass, collision or physics material) moves its mass
-  properties, which come from all of them;
-- a joint deleted or retyped loses or changes its degrees of freedom, its frame, range
-  and state;
-- a file missing from the package loses what it carried: while the candidate still has
-  a composition error (the fault left unrepaired), authored values it lacks are not
-  counted against it; once it composes cleanly (the error repaired or the arc deleted),
-  everything the reference has must be there.
+(family, measure, target) triples of the profile's checks, plus the knock-on effects a
+fault cannot avoid, as each measure's entry in the family table declares them
+(profiles/families.py `knock_on`): e.g. a visible part moved also moves its body's
+collision and mass, a joint deleted loses its frame, range and state.
+
+A file missing from the package loses what it carried: while the candidate still has a
+composition error (that fault left unrepaired), authored values it lacks are not counted
+against it; once it composes cleanly (the error repaired or the arc deleted), everything the
+reference has must be there. Which checks make that exception is the table's
+(`measures_layout`).
 """
 from __future__ import annotations
 
 from usd_repair_verifier.checks.measurement import Comparison
-from usd_repair_verifier.profiles.families import measure_names, preserved_measures
+from usd_repair_verifier.checks.registry import Measurements
+from usd_repair_verifier.profiles.families import BY_NAME, KnockOn, measure_entry, measure_names, preserved_measures
 from usd_repair_verifier.profiles.schema import Profile
 
-from .objective import failed, measure_all
+from .objective import failed
 
 Key = tuple[str, str, str]   # (family, measure, target)
 
-# Measures of a joint whose change follows from a check on the same joint.
-JOINT_KNOCK_ON = {
-    "existence": ("graph", "frame", "range", "state", "redundant"),
-    "graph": ("frame", "range", "state"),
-}
-# What a fault measured on a body does to the joints attached to it.
-BODY_TO_JOINTS = {("body", "state"): ("graph", "state")}
-MASS = measure_names("mass")   # mass properties come from a body's state, geometry, colliders and materials
+
+def _related(cmp: Comparison, relation: str, target: str) -> list[str]:
+    """The elements a knock-on reaches from a fault's target."""
+    reference = cmp.reference
+    if relation == "same":
+        return [target]
+    if relation == "owner_body":
+        component = reference.components.get(target)
+        return [component.body] if component is not None and component.body is not None else []
+    if relation == "attached_joints":
+        return [path for path, joint in reference.joints.items() if target in (joint.body0, joint.body1)]
+    raise ValueError(f"unknown relation {relation!r}")
+
+
+def _knock_on(cmp: Comparison, knock: KnockOn, target: str) -> set[Key]:
+    names = knock.measures or measure_names(knock.family)
+    return {(knock.family, name, element) for element in _related(cmp, knock.relation, target) for name in names}
+
+
+def knock_on_keys(cmp: Comparison, *keys: Key) -> set[Key]:
+    """What faults graded by these checks also change, as the table declares it (one step)."""
+    return {found for family, name, target in keys for knock in measure_entry(family, name).knock_on
+            for found in _knock_on(cmp, knock, target)}
 
 
 def exempt_keys(profile: Profile, cmp: Comparison) -> frozenset[Key]:
     keys: set[Key] = {(c.family, c.measure, c.target) for c in profile.checks}
-    for family, name, target in list(keys):
-        if family == "geometry":
-            component = cmp.reference.components.get(target)
-            body = component.body if component is not None else None
-            if body is not None:
-                keys |= {("collision", "coverage", body), ("collision", "free_space", body)}
-                keys |= {("mass", m, body) for m in MASS} | {("material", "physics", body)}
-        elif family == "collision":
-            keys.add(("material", "physics", target))   # a removed collider has no material to compare
-        elif family == "joint":
-            keys |= {("joint", m, target) for m in JOINT_KNOCK_ON.get(name, ())}
-        if (family, name) in BODY_TO_JOINTS:
-            for path, joint in cmp.reference.joints.items():
-                if target in (joint.body0, joint.body1):
-                    keys |= {("joint", m, path) for m in BODY_TO_JOINTS[(family, name)]}
-        if target in cmp.reference.bodies:
-            keys |= {("mass", m, target) for m in MASS}
-    return frozenset(keys)
+    return frozenset(keys | knock_on_keys(cmp, *keys))
 
 
 def losses_exempt(profile: Profile, cmp: Comparison) -> bool:
-    """A composition fault left unrepaired: content its missing file carried may be absent."""
-    targeted = any(c.family == "composition" for c in profile.checks)
-    return targeted and bool(cmp.candidate.composition_errors)
+    """A fault that loses content (a missing file) left unrepaired: what it carried may be absent."""
+    excusing = any(measure_entry(c.family, c.measure).measures_layout for c in profile.checks
+                   if c.family in BY_NAME)
+    return excusing and bool(cmp.candidate.composition_errors)
 
 
 def keeps(exempt: frozenset[Key], family: str, name: str):
@@ -70,14 +66,9 @@ def keeps(exempt: frozenset[Key], family: str, name: str):
     return lambda target: (family, name, target) not in exempt
 
 
-def element_touched(exempt: frozenset[Key], target: str) -> bool:
-    """Does some exemption name this element (for gates that compare whole elements)?"""
-    return any(t == target for _, _, t in exempt)
-
-
-def preserved_failures(cmp: Comparison, profile: Profile, gate: str) -> list[str]:
+def preserved_failures(measurements: Measurements, profile: Profile, gate: str) -> list:
     """Every failing measurement, on a target no fault exempts, of the measures the family
     table puts under this preservation gate (profiles/families.py)."""
-    exempt = exempt_keys(profile, cmp)
+    exempt = exempt_keys(profile, measurements.comparison)
     return [failure for family, name in preserved_measures(gate)
-            for failure in failed(measure_all(cmp, family, (name,), keeps(exempt, family, name)))]
+            for failure in failed(measurements.every(family, (name,), keeps(exempt, family, name)))]

@@ -4,67 +4,49 @@ All must pass to lift the 0.99 cap. Each gate lists what failed.
 """
 from __future__ import annotations
 
-from typing import Callable
-
-from usd_repair_verifier.checks.measurement import Comparison, Measurement
-from usd_repair_verifier.checks.registry import FAMILIES, measure
+from usd_repair_verifier.checks.registry import Measurements
+from usd_repair_verifier.profiles.result_record import CheckResult, GateFailure, GateResult
 from usd_repair_verifier.profiles.families import gated_measures
-
-from .names import OBJECTIVE_GATES
-from .results import GateResult, from_failures
+from usd_repair_verifier.profiles.schema import Profile
 
 
-def measure_all(cmp: Comparison, family: str, names: tuple[str, ...],
-                keep: Callable[[str], bool] = lambda target: True) -> list[Measurement]:
-    module = FAMILIES[family]
-    return [
-        measure(cmp, family, name, target)
-        for name in names
-        for target in module.targets(cmp.reference, name)
-        if keep(target)
-    ]
-
-
-def failed(measurements: list[Measurement]) -> list[str]:
+def failed(measurements: list[CheckResult]) -> list[GateFailure]:
     # passed None is unmeasured: the reference does not establish it, so it does not gate.
-    return [f"{m.family}.{m.measure} {m.target}: {m.details}" for m in measurements if m.passed is False]
+    return [GateFailure(reason=f"{m.family}.{m.measure} {m.target}: {m.details}", family=m.family, measure=m.measure,
+                        target=m.target, components=m.failing())
+            for m in measurements if m.passed is False]
 
 
-def gated_failures(cmp: Comparison, gate: str) -> list[str]:
+def gated_failures(measurements: Measurements, gate: str) -> list[GateFailure | str]:
     """Every failing measurement of the measures the family table puts under this gate."""
-    return [failure for family, name in gated_measures(gate) for failure in failed(measure_all(cmp, family, (name,)))]
+    return [failure for family, name in gated_measures(gate) for failure in failed(measurements.every(family, (name,)))]
 
 
-def all_joints(cmp: Comparison) -> GateResult:
+def all_joints(measurements: Measurements, profile: Profile) -> GateResult:
+    cmp = measurements.comparison
     failures = []
     if len(cmp.candidate.joints) != len(cmp.reference.joints):
         failures.append(f"joint count {len(cmp.candidate.joints)} != reference {len(cmp.reference.joints)}")
-    failures += gated_failures(cmp, "all_joints")
-    return from_failures("all_joints", failures, f"all {len(cmp.reference.joints)} joints pass", "joint failures")
+    failures += gated_failures(measurements, "all_joints")
+    return GateResult.from_failures("all_joints", failures, f"all {len(cmp.reference.joints)} joints pass", "joint failures")
 
 
-def all_bodies(cmp: Comparison) -> GateResult:
+def all_bodies(measurements: Measurements, profile: Profile) -> GateResult:
+    cmp = measurements.comparison
     failures = [f"extra body {p}" for p in cmp.match.extra_bodies]
-    failures += gated_failures(cmp, "all_bodies")
-    return from_failures("all_bodies", failures, f"all {len(cmp.reference.bodies)} bodies pass", "body failures")
+    failures += gated_failures(measurements, "all_bodies")
+    return GateResult.from_failures("all_bodies", failures, f"all {len(cmp.reference.bodies)} bodies pass", "body failures")
 
 
-def articulation_preserved(cmp: Comparison) -> GateResult:
-    failures = gated_failures(cmp, "articulation_preserved")
+def articulation_preserved(measurements: Measurements, profile: Profile) -> GateResult:
+    cmp = measurements.comparison
+    failures = gated_failures(measurements, "articulation_preserved")
     n = len(cmp.reference.articulation_roots)
-    return from_failures("articulation_preserved", failures, f"{n} articulation root(s), all valid", "articulation failures")
+    return GateResult.from_failures("articulation_preserved", failures, f"{n} articulation root(s), all valid", "articulation failures")
 
 
-def composition_complete(cmp: Comparison) -> GateResult:
-    return from_failures(
+def composition_complete(measurements: Measurements, profile: Profile) -> GateResult:
+    cmp = measurements.comparison
+    return GateResult.from_failures(
         "composition_complete", list(cmp.candidate.composition_errors), "no composition errors", "composition errors"
     )
-
-
-GATES = {
-    "all_joints": all_joints,
-    "all_bodies": all_bodies,
-    "articulation_preserved": articulation_preserved,
-    "composition_complete": composition_complete,
-}
-assert tuple(GATES) == OBJECTIVE_GATES, "gates/names.py lists the objective gates in test order"

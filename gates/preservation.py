@@ -10,24 +10,26 @@ from __future__ import annotations
 
 from usd_repair_verifier.checks import joints
 from usd_repair_verifier.checks.measurement import Comparison
+from usd_repair_verifier.checks.registry import Measurements
 from usd_repair_verifier.profiles.schema import Profile
 
 from . import exemptions, scene_preservation
-from .names import PRESERVATION_GATES
-from .results import GateResult, from_failures
+from usd_repair_verifier.profiles.result_record import GateResult
 
 DOF = {"revolute": 1, "prismatic": 1, "spherical": 3, "fixed": 0, "distance": 5, "d6": None, "custom": None}
 
 
-def body_correspondence(cmp: Comparison, profile: Profile) -> GateResult:
+def body_correspondence(measurements: Measurements, profile: Profile) -> GateResult:
+    cmp = measurements.comparison
     failures = [f"reference body {r} has no candidate body" for r, c in cmp.match.bodies.items() if c is None]
     failures += [f"extra candidate body {p} (no reference body matches it)" for p in cmp.match.extra_bodies]
-    return from_failures(
+    return GateResult.from_failures(
         "body_correspondence", failures, f"all {len(cmp.match.bodies)} bodies correspond one to one", "correspondence failures"
     )
 
 
-def degrees_of_freedom(cmp: Comparison, profile: Profile) -> GateResult:
+def degrees_of_freedom(measurements: Measurements, profile: Profile) -> GateResult:
+    cmp = measurements.comparison
     failures = []
     exempt = exemptions.exempt_keys(profile, cmp)
     # A joint keeps its degrees of freedom unless a fault's checks measure its existence, graph or state.
@@ -42,26 +44,27 @@ def degrees_of_freedom(cmp: Comparison, profile: Profile) -> GateResult:
             failures.append(
                 f"joint {target}: {ref.type} (enabled={ref.enabled}) became {cand.type} (enabled={cand.enabled})"
             )
-    return from_failures("degrees_of_freedom", failures, "healthy joints keep their degrees of freedom", "changes")
+    return GateResult.from_failures("degrees_of_freedom", failures, "healthy joints keep their degrees of freedom", "changes")
 
 
-def healthy_joints(cmp: Comparison, profile: Profile) -> GateResult:
-    failures = exemptions.preserved_failures(cmp, profile, "healthy_joints")
-    return from_failures("healthy_joints", failures, "every healthy joint passes its joint checks", "healthy joint failures")
+def healthy_joints(measurements: Measurements, profile: Profile) -> GateResult:
+    failures = exemptions.preserved_failures(measurements, profile, "healthy_joints")
+    return GateResult.from_failures("healthy_joints", failures, "every healthy joint passes its joint checks", "healthy joint failures")
 
 
-def healthy_body_properties(cmp: Comparison, profile: Profile) -> GateResult:
+def healthy_body_properties(measurements: Measurements, profile: Profile) -> GateResult:
     # Established mass properties only: where the reference authors nothing they are unmeasured.
-    failures = exemptions.preserved_failures(cmp, profile, "healthy_body_properties")
-    return from_failures("healthy_body_properties", failures, "healthy bodies keep their state and established mass",
+    failures = exemptions.preserved_failures(measurements, profile, "healthy_body_properties")
+    return GateResult.from_failures("healthy_body_properties", failures, "healthy bodies keep their state and established mass",
                          "body property changes")
 
 
-def retained_visible_components(cmp: Comparison, profile: Profile) -> GateResult:
+def retained_visible_components(measurements: Measurements, profile: Profile) -> GateResult:
     """No healthy visible part deleted, hidden (unmatched) or reshaped; none added to a body."""
-    failures = exemptions.preserved_failures(cmp, profile, "retained_visible_components")
+    cmp = measurements.comparison
+    failures = exemptions.preserved_failures(measurements, profile, "retained_visible_components")
     failures += added_body_parts(cmp, profile)
-    return from_failures("retained_visible_components", failures,
+    return GateResult.from_failures("retained_visible_components", failures,
                          f"all {len(cmp.reference.components)} healthy visible components retained",
                          "component changes")
 
@@ -82,44 +85,32 @@ def added_body_parts(cmp: Comparison, profile: Profile) -> list[str]:
             for p in added]
 
 
-def collision_support(cmp: Comparison, profile: Profile) -> GateResult:
+def collision_support(measurements: Measurements, profile: Profile) -> GateResult:
     """No healthy body loses (removes, disables, shrinks, moves) its collision or gains any (a
     collider grown, moved or re-approximated to a larger solid)."""
-    failures = exemptions.preserved_failures(cmp, profile, "collision_support")
-    return from_failures("collision_support", failures, "healthy bodies keep their collision, no more and no less",
-                         "collision changes")
+    failures = exemptions.preserved_failures(measurements, profile, "collision_support")
+    return GateResult.from_failures("collision_support", failures,
+                                    "healthy bodies keep their collision, no more and no less", "collision changes")
 
 
-def composition_errors(cmp: Comparison, profile: Profile) -> GateResult:
+def composition_errors(measurements: Measurements, profile: Profile) -> GateResult:
+    cmp = measurements.comparison
     allowed = int(profile.input_state.get("composition_errors", 0))
     errors = list(cmp.candidate.composition_errors)
     if len(errors) <= allowed:
-        return GateResult("composition_errors", True, f"{len(errors)} composition error(s), the input had {allowed}")
-    return GateResult(
+        return GateResult.of("composition_errors", True, f"{len(errors)} composition error(s), the input had {allowed}")
+    return GateResult.of(
         "composition_errors", False, f"{len(errors)} composition errors, more than the input's {allowed}", tuple(errors)
     )
 
 
-def joint_count(cmp: Comparison, profile: Profile) -> GateResult:
+def joint_count(measurements: Measurements, profile: Profile) -> GateResult:
+    cmp = measurements.comparison
     # A redundant joint the input had may remain; a joint the input lost may come back.
     bound = max(int(profile.input_state.get("joint_count", 0)), len(cmp.reference.joints))
     count = len(cmp.candidate.joints)
     if count <= bound:
-        return GateResult("joint_count", True, f"{count} joints, within the bound {bound} (max of input and reference)")
+        return GateResult.of("joint_count", True, f"{count} joints, within the bound {bound} (max of input and reference)")
     added = ", ".join(cmp.match.extra_joints[:5])
-    return GateResult("joint_count", False, f"{count} joints, more than the bound {bound} (unmatched: {added})",
+    return GateResult.of("joint_count", False, f"{count} joints, more than the bound {bound} (unmatched: {added})",
                       tuple(cmp.match.extra_joints))
-
-
-GATES = {
-    "body_correspondence": body_correspondence,
-    "degrees_of_freedom": degrees_of_freedom,
-    "healthy_joints": healthy_joints,
-    "healthy_body_properties": healthy_body_properties,
-    "retained_visible_components": retained_visible_components,
-    "collision_support": collision_support,
-    "composition_errors": composition_errors,
-    "joint_count": joint_count,
-    **scene_preservation.GATES,
-}
-assert tuple(GATES) == PRESERVATION_GATES, "gates/names.py lists the preservation gates in test order"

@@ -22,18 +22,20 @@ import math
 import numpy as np
 
 from usd_repair_verifier.checks.measurement import Comparison
+from usd_repair_verifier.checks.registry import Measurements
 from usd_repair_verifier.profiles.schema import Profile
 from usd_repair_verifier.stage_snapshot import scene, spatial
 
 from . import exemptions
-from .objective import failed, measure_all
-from .results import GateResult, from_failures
+from .objective import failed
+from usd_repair_verifier.profiles.result_record import GateResult
 
 GRAVITY_TOLERANCE = 1e-3        # m/s^2 on each component of the gravity vector
 SCENE_ATTRIBUTES = ("physics:gravityDirection", "physics:gravityMagnitude")
 
 
-def physics_scene(cmp: Comparison, profile: Profile) -> GateResult:
+def physics_scene(measurements: Measurements, profile: Profile) -> GateResult:
+    cmp = measurements.comparison
     ref, cand = cmp.reference, cmp.candidate
     failures = []
     if ref.up_axis != cand.up_axis:
@@ -54,7 +56,7 @@ def physics_scene(cmp: Comparison, profile: Profile) -> GateResult:
         if path in scene_paths:
             failures += [f"scene {path}: {name}: {why}" for name, why in items
                          if name in SCENE_ATTRIBUTES and (name, why) not in ref.authoring_problems.get(path, ())]
-    return from_failures("physics_scene", failures,
+    return GateResult.from_failures("physics_scene", failures,
                          f"up axis {ref.up_axis} and {len(ref.scenes)} physics scene(s) with their gravity kept",
                          "scene changes")
 
@@ -80,14 +82,15 @@ def _vec(v) -> str:
     return "(" + ", ".join(f"{c:.4g}" for c in v) + ")"
 
 
-def static_scenery(cmp: Comparison, profile: Profile) -> GateResult:
+def static_scenery(measurements: Measurements, profile: Profile) -> GateResult:
+    cmp = measurements.comparison
     ref, cand, match = cmp.reference, cmp.candidate, cmp.match
     exempt = exemptions.exempt_keys(profile, cmp)
     static_parts = [p for p, c in ref.components.items() if c.body is None]
     failures = []
     for name in ("placement", "shape"):
         keep = exemptions.keeps(exempt, "geometry", name)
-        failures += failed(measure_all(cmp, "geometry", (name,), lambda t: t in static_parts and keep(t)))
+        failures += failed(measurements.every("geometry", (name,), lambda t: t in static_parts and keep(t)))
     # A targeted static part moved too far to match shows up as an extra: that is its fault's.
     lost_to_faults = sum(1 for p in static_parts if p in profile.targeted and not match.components.get(p))
     added = [p for p in match.extra_components if cand.components[p].body is None]
@@ -105,7 +108,7 @@ def static_scenery(cmp: Comparison, profile: Profile) -> GateResult:
     failures += [f"added static collider {p} ({cand.colliders[p].shape})"
                  for p in match.extra_colliders if cand.colliders[p].body is None]
     n = len(static_parts) + sum(1 for c in ref.colliders.values() if c.body is None)
-    return from_failures("static_scenery", failures, f"all {n} static parts and colliders kept, none added",
+    return GateResult.from_failures("static_scenery", failures, f"all {n} static parts and colliders kept, none added",
                          "static scenery changes")
 
 
@@ -158,7 +161,8 @@ def _attribute_failures(label: str, ref: dict, cand: dict, losses_exempt: bool =
     return out
 
 
-def simulator_attributes(cmp: Comparison, profile: Profile) -> GateResult:
+def simulator_attributes(measurements: Measurements, profile: Profile) -> GateResult:
+    cmp = measurements.comparison
     ref_attrs, cand_attrs = cmp.reference.simulator_attributes, cmp.candidate.simulator_attributes
     pairs = _element_pairs(cmp)
     pairs += _attached_pairs(cmp, pairs)
@@ -176,21 +180,13 @@ def simulator_attributes(cmp: Comparison, profile: Profile) -> GateResult:
             what, sep, element = key.rpartition(" of ")
             if sep and element == cand_element and f"{what} of {ref_element}" not in ref_keys:
                 failures += _attribute_failures(key, {}, cand_attrs[key])
-    return from_failures("simulator_attributes", failures,
+    return GateResult.from_failures("simulator_attributes", failures,
                          f"simulator attributes of {len(pairs)} matched elements kept, none added",
                          "simulator attribute changes")
 
 
-def healthy_materials(cmp: Comparison, profile: Profile) -> GateResult:
+def healthy_materials(measurements: Measurements, profile: Profile) -> GateResult:
     """Healthy parts keep their resolved surface, healthy bodies their physics materials."""
-    failures = exemptions.preserved_failures(cmp, profile, "healthy_materials")
-    return from_failures("healthy_materials", failures, "every healthy surface and physics material kept",
+    failures = exemptions.preserved_failures(measurements, profile, "healthy_materials")
+    return GateResult.from_failures("healthy_materials", failures, "every healthy surface and physics material kept",
                          "material changes")
-
-
-GATES = {
-    "physics_scene": physics_scene,
-    "static_scenery": static_scenery,
-    "simulator_attributes": simulator_attributes,
-    "healthy_materials": healthy_materials,
-}

@@ -1,8 +1,8 @@
 """Preservation gates: healthy content survives. Any failure makes the reward 0."""
-from usd_repair_verifier.profiles.jsonable import jsonable
+from usd_repair_verifier.profiles.result_record import as_metadata
 
 
 def test_preservation(preservation_gate, grading, json_metadata):
     result = grading.preservation_gate(preservation_gate)
-    json_metadata["record"] = {"kind": "preservation", "id": preservation_gate, "result": jsonable(result.to_json())}
+    json_metadata["record"] = as_metadata("preservation", preservation_gate, result)
     assert result.passed, result.reason

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .results import PropertyResult
+from .property_results import PropertyResult
 from .settings import Thresholds
 
 

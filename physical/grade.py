@@ -23,7 +23,8 @@ from usd_repair_verifier.profiles.digest import tree_digest
 from usd_repair_verifier.scoring.outputs import prepare_separate_output, write_json
 
 from . import runtime_server
-from .results import PROPERTIES, TESTS, nulls
+from .property_results import PROPERTIES, TESTS, nulls
+from .record import PhysicalRecord
 from .settings import ENGINE_MODULES, SETTINGS, THRESHOLDS, pinned_versions
 
 PHYSICAL_FILE = "physical.json"
@@ -114,7 +115,8 @@ def run_physical(case: Path, submission: Path, out: Path, *, python: list[str] |
     record["tests"] = _properties(results)
     record["summary"] = _summary(record["tests"])
     record["timings"]["total_s"] = round(time.monotonic() - started, 3)
-    write_json(out / PHYSICAL_FILE, record)
+    # Written from its model (physical/record.py, which the published schema is generated from).
+    write_json(out / PHYSICAL_FILE, PhysicalRecord.model_validate(record).model_dump(exclude_unset=True))
     return record
 
 

@@ -1,8 +1,8 @@
 """physical.json as a pydantic model: what every field holds (docs/physical-json.md,
 docs/schemas/physical.schema.json).
 
-physical/grade.py builds the record as a plain dict; this model is the file's description, and the
-tests validate every physical.json they produce against it.
+physical/grade.py gathers the record as it goes and writes the file from this model (validated, then
+dumped with exactly the fields it set); the published schema is generated from the same model.
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-# Figures are rounded to 9 significant digits; non-finite ones are written as strings (results.py).
+# Figures are rounded to 9 significant digits; non-finite ones are written as strings (property_results.py).
 Figure = float | int | bool | str | list | dict | None
 
 

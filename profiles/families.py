@@ -1,17 +1,23 @@
 """The check families, each declared once: the one table everything else derives from.
 
 A family is a module of pure measure functions in checks/ (its `MEASURES`: measure name ->
-function, and `targets(reference, measure)`) plus one entry here saying
-- which measures it has, and for each: what kind of target it is run on, which objective
-  gate requires it to pass on every target, and which preservation gate keeps it on the
-  targets no fault touches;
-- the tolerances its measures read, with their defaults;
-- the fault kinds that break it, and the checks each one selects.
+function, and `targets(reference, measure)`) plus one entry here saying everything the grader
+knows about it:
+- its measures, and for each: what kind of target it is run on, the tolerances it reads (a
+  measure reading any other fails, checks/registry.py), which objective gate requires it to
+  pass on every target, which preservation gate keeps it on the targets no fault touches, and
+  what a fault it grades also changes unavoidably (its knock-on exemptions from preservation);
+- the defaults of its tolerances;
+- the authored attributes that feed it (an attribute authored wrongly fails every check that
+  reads it, checks/authoring_errors.py) and which prims around a target count;
+- its fault kinds: the checks each selects, and the injector that makes it (`module:function`,
+  so `usdgrade inject` and `--targets` reach it).
 
 checks/registry.py loads the modules from here; profiles/vocabulary.py (what a profile may
-name), gates/objective.py and gates/preservation.py (who gates what) read the same entries.
-Adding a family is its module plus its entry: tests/test_toy_family.py adds one in a copy of
-the repository and shows it graded, gated and preserved.
+name), gates/ (who gates and exempts what) and authoring/inject (the injectors) read the same
+entries. Adding a family is its module plus its entry: tests/test_family_conformance.py runs
+every family through the same suite, and adds a toy family in a copy of the repository with
+one module and one entry, nothing else. docs/architecture.md lists the rules a family keeps.
 
 This module stays free of pxr and of the measuring code: the pytest plugin's controller and
 profile validation read it before anything is measured.
@@ -23,6 +29,31 @@ from dataclasses import dataclass, field
 # Target kinds: "joint" and "body" are reference prim paths, "component" a visible gprim's
 # path, "asset" the whole asset ("*").
 TARGET_KINDS = ("joint", "body", "component", "asset")
+# How a knock-on exemption finds its elements from the fault's target: the target itself, the
+# body that owns a visible component, the joints attached to a body.
+RELATIONS = ("same", "owner_body", "attached_joints")
+# Which prims' authoring problems count against a check, beyond the element and the prims above
+# it: the prims a body owns, the transforms above a joint's bodies, or (instead of the element's
+# own) a part's or a body's colliders' bound materials.
+SCOPES = ("element", "body_prims", "joint_bodies", "bound_materials")
+# Attributes that feed no check: the physics_scene preservation gate reads them.
+UNCHECKED_ATTRIBUTES = ("physics:gravityDirection", "physics:gravityMagnitude")
+ALL = ()   # in a KnockOn: every measure of the family
+
+
+class InjectionError(Exception):
+    """The fault cannot be injected on this target (wrong kind of prim, nothing to break): what an
+    injector the table names raises, wherever its module lives."""
+
+
+@dataclass(frozen=True)
+class KnockOn:
+    """What a fault graded by a measure also changes: `measures` of `family` (ALL: every one) on the
+    elements `relation` finds from the fault's target. Exempt from preservation, never from grading."""
+
+    relation: str
+    family: str
+    measures: tuple[str, ...] = ALL
 
 
 @dataclass(frozen=True)
@@ -31,6 +62,12 @@ class Measure:
     target_kind: str
     objective_gate: str | None = None    # must pass on every target for the reward to lift the cap
     preservation_gate: str | None = None  # must still pass on every target no fault exempts
+    tolerances: tuple[str, ...] = ()      # the tolerances it reads
+    knock_on: tuple[KnockOn, ...] = ()
+    # It measures the layer layout itself (how the files compose), the one thing another layout
+    # may change: while a check of it still fails, content its fault lost (a missing file's
+    # opinions) is not counted against the candidate by the attribute-preserving gates.
+    measures_layout: bool = False
 
 
 @dataclass(frozen=True)
@@ -39,6 +76,7 @@ class FaultKind:
     target: str                          # a target kind
     checks: tuple[tuple[str, str], ...]  # (family, measure) pairs graded on the fault's target
     summary: str
+    injector: str = ""                   # "module:function", the module by its full name
 
 
 @dataclass(frozen=True)
@@ -48,122 +86,183 @@ class Family:
     measures: tuple[Measure, ...]
     tolerances: dict[str, float] = field(default_factory=dict)
     fault_kinds: tuple[FaultKind, ...] = ()
+    # Authored attributes that feed it: exact names, or prefixes ending in "*" ("*" alone: any
+    # attribute no more specific pattern claims: points, sizes, transforms, visibility).
+    reads: tuple[str, ...] = ()
+    scope: str = "element"               # one of SCOPES
 
 
-def _joint(name: str, preserved: bool = True) -> Measure:
-    return Measure(name, "joint", "all_joints", "healthy_joints" if preserved else None)
+SHAPE = "*"   # geometry and transforms: everything that places or shapes a prim
+JOINT_ATTRIBUTES = tuple(f"{p}*" for p in (
+    "physics:localPos", "physics:localRot", "physics:lowerLimit", "physics:upperLimit", "physics:axis",
+    "physics:jointEnabled", "physics:excludeFromArticulation", "physics:break", "physics:minDistance",
+    "physics:maxDistance", "drive:", "limit:"))
+COLLIDER_ATTRIBUTES = ("physics:collisionEnabled", "physics:approximation")
+MASS_ATTRIBUTES = ("physics:mass", "physics:density", "physics:centerOfMass", "physics:diagonalInertia",
+                   "physics:principalAxes")
+BODY_ATTRIBUTES = ("physics:rigidBodyEnabled", "physics:kinematicEnabled", "physics:velocity",
+                   "physics:angularVelocity")
+# Any fault on a body (its state, mass, collision or physics material) moves its mass properties,
+# which come from all of them.
+MOVES_MASS = KnockOn("same", "mass")
+TRAVEL = ("limit_angle_deg", "limit_linear_m")
+
+
+def _inject(module: str, function: str) -> str:
+    return f"usd_repair_verifier.authoring.inject.{module}:{function}"
+
+
+def _joint(name: str, tolerances: tuple[str, ...] = (), knock_on: tuple[KnockOn, ...] = ()) -> Measure:
+    return Measure(name, "joint", "all_joints", "healthy_joints", tolerances, knock_on)
 
 
 FAMILIES: tuple[Family, ...] = (
     Family(
         "joint", "joints",
-        (_joint("existence"), _joint("graph"), _joint("frame"), _joint("range"), _joint("state"),
+        (_joint("existence", knock_on=(KnockOn("same", "joint", ("graph", "frame", "range", "state", "redundant")),)),
+         _joint("graph", knock_on=(KnockOn("same", "joint", ("frame", "range", "state")),)),
+         _joint("frame", ("joint_position_m", "joint_angle_deg")),
+         _joint("range", TRAVEL),
+         _joint("state", ("drive_relative", *TRAVEL)),
          # An extra joint is not a property of one reference joint: the joint_count gate bounds it.
          Measure("redundant", "joint")),
         {"joint_position_m": 1e-3, "joint_angle_deg": 0.5, "limit_angle_deg": 0.5, "limit_linear_m": 1e-3,
          "drive_relative": 0.01},
         (FaultKind("joint_frame", "joint", (("joint", "frame"),),
-                   "a joint frame moved or rotated on one side"),
-         FaultKind("joint_limit_units", "joint", (("joint", "range"),),
-                   "revolute limits authored in radians instead of degrees"),
+                   "a joint frame moved or rotated on one side", _inject("joint", "joint_frame")),
          FaultKind("joint_limits", "joint", (("joint", "range"),),
-                   "joint limits inverted or changed"),
+                   "joint limits inverted or changed", _inject("joint", "joint_limits")),
+         FaultKind("joint_limit_units", "joint", (("joint", "range"),),
+                   "revolute limits authored in radians instead of degrees", _inject("joint", "joint_limit_units")),
          FaultKind("joint_graph", "joint", (("joint", "graph"),),
-                   "a joint attached to the wrong body"),
+                   "a joint attached to the wrong body", _inject("joint", "joint_graph")),
          FaultKind("joint_type", "joint", (("joint", "graph"),),
-                   "a joint's type changed"),
+                   "a joint's type changed", _inject("joint", "joint_type")),
          FaultKind("joint_state", "joint", (("joint", "state"),),
-                   "a joint disabled, or its collision or articulation flags flipped"),
+                   "a joint disabled, or its collision or articulation flags flipped", _inject("joint", "joint_state")),
          FaultKind("joint_drive", "joint", (("joint", "state"),),
-                   "a joint drive removed or its gains changed"),
+                   "a joint drive removed or its gains changed", _inject("joint", "joint_drive")),
          FaultKind("joint_missing", "joint", (("joint", "existence"), ("joint", "frame")),
-                   "a joint deleted"),
+                   "a joint deleted", _inject("joint", "joint_missing")),
          FaultKind("redundant_constraint", "joint", (("joint", "redundant"),),
-                   "an extra joint between two bodies the reference already joins")),
+                   "an extra joint between two bodies the reference already joins",
+                   _inject("joint", "redundant_constraint"))),
+        reads=(*JOINT_ATTRIBUTES, SHAPE), scope="joint_bodies",
     ),
     Family(
         "articulation", "articulation",
         (Measure("roots", "asset", "articulation_preserved"),),
         {},
         (FaultKind("articulation_root", "asset", (("articulation", "roots"),),
-                   "the articulation root removed, moved to an invalid prim or duplicated"),),
+                   "the articulation root removed, moved to an invalid prim or duplicated",
+                   _inject("body", "articulation_root")),),
     ),
     Family(
         "body", "bodies",
-        (Measure("state", "body", "all_bodies", "healthy_body_properties"),
-         Measure("hierarchy", "body", "all_bodies")),
+        (Measure("state", "body", "all_bodies", "healthy_body_properties",
+                 # A body disabled or made kinematic is no longer a dynamic body for the UsdPhysics
+                 # parser, so the joints attached to it resolve differently.
+                 knock_on=(MOVES_MASS, KnockOn("attached_joints", "joint", ("graph", "state")))),
+         Measure("hierarchy", "body", "all_bodies", knock_on=(MOVES_MASS,))),
         {},
         (FaultKind("body_state", "body", (("body", "state"),),
-                   "a rigid body disabled or made kinematic"),
+                   "a rigid body disabled or made kinematic", _inject("body", "body_state")),
          FaultKind("body_hierarchy", "body", (("body", "hierarchy"),),
-                   "a rigid body nested under another body than in the reference")),
+                   "a rigid body nested under another body than in the reference", _inject("body", "body_hierarchy"))),
+        reads=BODY_ATTRIBUTES, scope="body_prims",
     ),
     Family(
         "geometry", "geometry",
-        (Measure("placement", "component", "all_bodies"),
-         Measure("shape", "component", "all_bodies", "retained_visible_components")),
+        # A visible part moved or reshaped also moves or reshapes its body's collision and mass
+        # (when the part is also a collider, or its body's mass comes from its geometry).
+        (Measure("placement", "component", "all_bodies", None,
+                 ("geometry_position_m", "geometry_angle_deg"), knock_on=(
+                     KnockOn("owner_body", "collision"), KnockOn("owner_body", "mass"),
+                     KnockOn("owner_body", "material", ("physics",)))),
+         # A part scaled about its origin also moves its centroid.
+         Measure("shape", "component", "all_bodies", "retained_visible_components",
+                 ("geometry_shape_m", "geometry_area_relative"), knock_on=(
+                     KnockOn("same", "geometry", ("placement",)), KnockOn("owner_body", "collision"),
+                     KnockOn("owner_body", "mass"), KnockOn("owner_body", "material", ("physics",))))),
         {"geometry_position_m": 1e-3, "geometry_angle_deg": 0.5, "geometry_shape_m": 1e-3,
          "geometry_area_relative": 0.01},
         (FaultKind("component_moved", "component", (("geometry", "placement"),),
-                   "a visible part translated or rotated"),
+                   "a visible part translated or rotated", _inject("geometry", "component_moved")),
          FaultKind("component_reshaped", "component", (("geometry", "shape"),),
-                   "a visible part scaled or its points corrupted")),
+                   "a visible part scaled or its points corrupted", _inject("geometry", "component_reshaped"))),
+        reads=(SHAPE,),
     ),
     Family(
         "collision", "collision",
-        (Measure("coverage", "body", "all_bodies", "collision_support"),
-         Measure("free_space", "body", "all_bodies", "collision_support")),
+        # A removed collider has no physics material left to compare.
+        (Measure("coverage", "body", "all_bodies", "collision_support", ("collision_margin_m", "collision_coverage"),
+                 knock_on=(MOVES_MASS, KnockOn("same", "material", ("physics",)))),
+         Measure("free_space", "body", "all_bodies", "collision_support", ("collision_free_space", "collision_margin_m"),
+                 knock_on=(MOVES_MASS, KnockOn("same", "material", ("physics",))))),
         {"collision_margin_m": 1e-3, "collision_coverage": 0.02, "collision_free_space": 0.05},
         (FaultKind("collision_removed", "body", (("collision", "coverage"),),
-                   "the body's colliders lose their CollisionAPI"),
+                   "the body's colliders lose their CollisionAPI", _inject("collision", "collision_removed")),
          FaultKind("collision_disabled", "body", (("collision", "coverage"),),
-                   "the body's colliders have collisionEnabled = false"),
+                   "the body's colliders have collisionEnabled = false", _inject("collision", "collision_disabled")),
          FaultKind("collider_shrunk", "body", (("collision", "coverage"),),
-                   "a collider (not itself visible) scaled down"),
+                   "a collider (not itself visible) scaled down", _inject("collision", "collider_shrunk")),
          FaultKind("collision_over_approximated", "body", (("collision", "free_space"),),
-                   "a mesh collider's approximation switched to one that fills free space")),
+                   "a mesh collider's approximation switched to one that fills free space",
+                   _inject("collision", "collision_over_approximated"))),
+        reads=(*COLLIDER_ATTRIBUTES, SHAPE), scope="body_prims",
     ),
     Family(
         "mass", "mass",
         # Unmeasured (so neither gating nor preserved) where the reference establishes nothing.
-        (Measure("mass", "body", "all_bodies", "healthy_body_properties"),
-         Measure("center_of_mass", "body", "all_bodies", "healthy_body_properties"),
-         Measure("inertia", "body", "all_bodies", "healthy_body_properties")),
+        (Measure("mass", "body", "all_bodies", "healthy_body_properties", ("mass_relative",), (MOVES_MASS,)),
+         Measure("center_of_mass", "body", "all_bodies", "healthy_body_properties", ("com_m",), (MOVES_MASS,)),
+         Measure("inertia", "body", "all_bodies", "healthy_body_properties", ("inertia_relative",), (MOVES_MASS,))),
         {"mass_relative": 0.01,      # |log ratio| <= log1p(.)
          "com_m": 1e-3,              # world distance, metres
          "inertia_relative": 0.02},  # max |log ratio| over sorted principal moments <= log1p(.)
         (FaultKind("mass_unit_factor", "body", (("mass", "mass"), ("mass", "inertia")),
-                   "a body's mass authored in grams for kilograms (mass and inertia x1000)"),
+                   "a body's mass authored in grams for kilograms (mass and inertia x1000)",
+                   _inject("mass", "mass_unit_factor")),
          FaultKind("density_misplaced", "body", (("mass", "mass"),),
-                   "collider densities authored on the body instead, changing the controlling mass"),
+                   "collider densities authored on the body instead, changing the controlling mass",
+                   _inject("mass", "density_misplaced")),
          FaultKind("inertia_invalid", "body", (("mass", "inertia"),),
-                   "a body's diagonal inertia authored with a zero and a negative moment"),
+                   "a body's diagonal inertia authored with a zero and a negative moment",
+                   _inject("mass", "inertia_invalid")),
          FaultKind("center_of_mass_moved", "body", (("mass", "center_of_mass"),),
-                   "a body's centre of mass authored 20% of its size away")),
+                   "a body's centre of mass authored 20% of its size away", _inject("mass", "center_of_mass_moved"))),
+        reads=(*MASS_ATTRIBUTES, *COLLIDER_ATTRIBUTES, SHAPE), scope="body_prims",
     ),
     Family(
         "material", "materials",
-        (Measure("visual", "component", "all_bodies", "healthy_materials"),
-         Measure("physics", "body", "all_bodies", "healthy_materials")),
+        (Measure("visual", "component", "all_bodies", "healthy_materials", ("material_color", "material_scalar")),
+         Measure("physics", "body", "all_bodies", "healthy_materials", ("density_relative", "friction_abs"),
+                 (MOVES_MASS,))),
         {"material_color": 0.02,     # max abs channel difference
          "material_scalar": 0.02,    # abs difference
          "density_relative": 0.01,   # physics material density, relative
          "friction_abs": 0.01},      # friction and restitution, abs difference
         (FaultKind("visual_material", "component", (("material", "visual"),),
-                   "a component's material binding removed or swapped for another material"),
+                   "a component's material binding removed or swapped for another material",
+                   _inject("material", "visual_material")),
          FaultKind("display_appearance", "component", (("material", "visual"),),
-                   "an unbound part's display colour or opacity changed (what a renderer draws it with)"),
+                   "an unbound part's display colour or opacity changed (what a renderer draws it with)",
+                   _inject("material", "display_appearance")),
          FaultKind("physics_material", "body", (("material", "physics"),),
-                   "the friction or restitution of a body's colliders' physics material changed")),
+                   "the friction or restitution of a body's colliders' physics material changed",
+                   _inject("material", "physics_material"))),
+        # The display primvars, and every physics: attribute no other family claims (friction, restitution).
+        reads=("primvars:display*", "physics:*"), scope="bound_materials",
     ),
     Family(
         "composition", "composition",
         # Gated without this measure: composition_complete requires no error at all, and the
         # composition_errors preservation gate bounds the count by the input's.
-        (Measure("errors", "asset"),),
+        (Measure("errors", "asset", measures_layout=True),),
         {},
         (FaultKind("broken_asset_path", "asset", (("composition", "errors"),),
-                   "a sublayer, reference or payload pointed at a file missing from the package"),),
+                   "a sublayer, reference or payload pointed at a file missing from the package",
+                   _inject("composition", "broken_asset_path")),),
     ),
 )
 
@@ -184,15 +283,37 @@ def measure_names(family: str) -> tuple[str, ...]:
     return tuple(m.name for m in BY_NAME[family].measures)
 
 
+def measure_entry(family: str, name: str) -> Measure:
+    return next(m for m in BY_NAME[family].measures if m.name == name)
+
+
+def _check_family(family: Family, measures: set[tuple[str, str]]) -> None:
+    names = [m.name for m in family.measures]
+    assert len(set(names)) == len(names), f"family {family.name} lists a measure twice"
+    assert family.scope in SCOPES, f"family {family.name}: scope {family.scope!r} is not one of {SCOPES}"
+    assert all(p == "*" or "*" not in p[:-1] for p in family.reads), f"family {family.name}: bad pattern in reads"
+    read = set()
+    for m in family.measures:
+        assert m.target_kind in TARGET_KINDS, f"{family.name}.{m.name}: bad target kind {m.target_kind!r}"
+        undeclared = set(m.tolerances) - set(family.tolerances)
+        assert not undeclared, f"{family.name}.{m.name} reads tolerances {sorted(undeclared)} with no default"
+        read |= set(m.tolerances)
+        for k in m.knock_on:
+            assert k.relation in RELATIONS, f"{family.name}.{m.name}: knock-on relation {k.relation!r}"
+            assert k.family in BY_NAME, f"{family.name}.{m.name}: knock-on on unknown family {k.family!r}"
+            unknown = [x for x in k.measures if (k.family, x) not in measures]
+            assert not unknown, f"{family.name}.{m.name}: knock-on on undeclared measures {unknown}"
+    unread = set(family.tolerances) - read
+    assert not unread, f"family {family.name} declares tolerances no measure reads: {sorted(unread)}"
+
+
 def _check_table() -> None:
     """Fail at import, naming the entry, on a table that contradicts itself."""
     measures = {(f.name, m.name) for f in FAMILIES for m in f.measures}
     tolerances: set[str] = set()
     kinds: set[str] = set()
     for family in FAMILIES:
-        names = [m.name for m in family.measures]
-        assert len(set(names)) == len(names), f"family {family.name} lists a measure twice"
-        assert all(m.target_kind in TARGET_KINDS for m in family.measures), f"family {family.name}: bad target kind"
+        _check_family(family, measures)
         assert not tolerances & set(family.tolerances), f"family {family.name} redeclares a tolerance"
         tolerances |= set(family.tolerances)
         for kind in family.fault_kinds:
@@ -201,6 +322,8 @@ def _check_table() -> None:
             assert kind.target in TARGET_KINDS, f"fault kind {kind.name}: bad target kind {kind.target}"
             unknown = [c for c in kind.checks if c not in measures]
             assert not unknown, f"fault kind {kind.name} selects undeclared measures {unknown}"
+            module, _, function = kind.injector.partition(":")
+            assert module and function, f"fault kind {kind.name}: injector {kind.injector!r} is not module:function"
 
 
 _check_table()

@@ -92,8 +92,10 @@ class PackageRecord(_Model):
 
 class Fault(_Model):
     id: StrictStr
-    kind: StrictStr = Field(description="a fault kind (profiles/vocabulary.py FAULT_KINDS)",
-                            json_schema_extra={"enum": sorted(FAULT_KINDS)})
+    # Not enumerated in the published schema: the kinds are the family table's, and a new family
+    # changes nothing but its module and its entry. Loading refuses an unknown kind.
+    kind: StrictStr = Field(description="a fault kind of the family table (profiles/families.py; "
+                                        "`usdgrade inject --list` lists them)")
     target: StrictStr = Field(description='reference prim path, or "*" for the whole asset')
     note: StrictStr = ""
 

@@ -30,9 +30,9 @@ from pathlib import Path
 from usd_repair_verifier.profiles.case import CaseError, load_case
 from usd_repair_verifier.profiles.schema import SCORING_VERSION
 
-from usd_repair_verifier.scoring import VERIFIER_VERSION, outputs, report
+from usd_repair_verifier.scoring import VERIFIER_VERSION, grade_file, outputs
 from usd_repair_verifier.scoring.reference_cache import ReferenceCache
-from usd_repair_verifier.scoring.reward import INFRASTRUCTURE_EXIT, Expected, decide
+from usd_repair_verifier.scoring.reward import INFRASTRUCTURE_EXIT, NO_RESULTS, Expected, decide
 
 
 
@@ -234,26 +234,24 @@ def _held_layers(collect: bool) -> set[str]:
     return {layer.identifier for layer in Sdf.Layer.GetLoadedLayers() if not layer.anonymous}
 
 
-class _CaseOnly:
-    """What report.build reads of a run: the case (or None) and the submission."""
-
-    def __init__(self, case_dir: str, submission: str):
-        self.submission = Path(submission).absolute()
-        try:
-            self.case = load_case(case_dir)
-        except CaseError:
-            self.case = None
-        except Exception:  # a verifier fault while reading the case: the report says the cause anyway
-            self.case = None
+def _case_or_none(case_dir: str):
+    """The case, for the report of an item that ended outside its session (None when it cannot be
+    loaded: the report says the cause anyway)."""
+    try:
+        return load_case(case_dir)
+    except CaseError:
+        return None
+    except Exception:  # a verifier fault while reading the case
+        return None
 
 
 def infrastructure_result(item: Item, reason: str, elapsed: float) -> ItemResult:
     """The grade of an item that ended outside its session (time limit, dead worker, inputs
     not readable): the report the plugin writes for its own time limit, with this cause."""
-    decision = decide([], Expected({}), reason)
+    decision = decide(NO_RESULTS, Expected({}), reason)
     try:
-        state = _CaseOnly(item.case, item.submission)
-        grade = report.build(decision, [], state, elapsed)
+        inputs = grade_file.GradeInputs(_case_or_none(item.case), Path(item.submission).absolute())
+        grade = grade_file.build(decision, NO_RESULTS, inputs, elapsed).to_json()
     except Exception as error:  # even the report failed: keep the decision, say why
         grade = {"status": decision.status.value, "authored_usd": decision.authored_usd,
                  "infrastructure_error": f"{reason}; report failed: {type(error).__name__}: {error}",

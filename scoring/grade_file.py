@@ -1,20 +1,34 @@
-"""grade.json as a pydantic model: what every field holds (docs/grade-json.md, docs/schemas/grade.schema.json).
+"""grade.json: its pydantic model (docs/grade-json.md, docs/schemas/grade.schema.json is generated
+from it) and `build`, which makes one from the decision and the tests' typed records.
 
-The writer (scoring/report.py `build`) builds a plain dict; this model is the file's description,
-and the tests validate every grade they produce and every fixture grade against it. Nothing on the
-grading path imports this module: a grade does not pay for pydantic.
+The checks and gates are the records their tests attached (profiles/result_record.py), so the same
+model carries a result from the measure to the file; `read` parses a grade.json back (older ones
+too: a gate failure written as a sentence is read as one).
 """
 from __future__ import annotations
 
+import os
+import platform
+import stat
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
-from .reward import Status
+from usd_repair_verifier.profiles.result_record import ComponentResult, GateResult
+from usd_repair_verifier.profiles.case import Case
+from usd_repair_verifier.profiles.digest import tree_digest
+from usd_repair_verifier.profiles.jsonable import jsonable
+from usd_repair_verifier.profiles.schema import SCORING_VERSION
+
+from . import VERIFIER_VERSION
+from .json_report import TestResults
+from .reward import Decision, Status
 
 # Non-finite floats are written as strings (profiles/jsonable.py).
 NonFinite = Literal["inf", "-inf", "nan"]
-JsonNumber = float | NonFinite
+JsonNumber = int | float | NonFinite
 Fraction = float
 
 
@@ -22,10 +36,8 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class _Open(BaseModel):
-    """A part whose producer may add fields (a gate's result, the closed-book run summary)."""
-
-    model_config = ConfigDict(extra="allow", frozen=True)
+def _unset(value) -> bool:
+    return value is None
 
 
 class NetworkViolation(_Strict):
@@ -47,6 +59,11 @@ class ClosedBook(_Strict):
                                                          "`steps`, `tool_calls`")
     violations: list[NetworkViolation] | None = None
 
+    @model_serializer(mode="wrap")
+    def _serialize(self, handler) -> dict:
+        # An open-book case is written as `{"required": false}` alone.
+        return handler(self) if self.required else {"required": False}
+
 
 class GateSummary(_Strict):
     passed: bool | None
@@ -59,36 +76,20 @@ class Gates(_Strict):
     objective: dict[str, GateSummary]
 
 
-class GateResult(_Open):
-    gate: str
-    passed: bool
-    reason: str
-    failures: list[Any] = Field(description="each offending part or file (at most 50)")
-
-
-class Component(_Strict):
-    error: JsonNumber | None = Field(description="on the quantity's scale: metres, degrees, an absolute log-ratio "
-                                                 "for positive magnitudes, 0/1 for booleans")
-    tolerance: JsonNumber | None = Field(description="the strict tolerance, on the error's scale")
-    input_error: JsonNumber | None = Field(description="the frozen error of the broken input (null for a "
-                                                       "component the profile did not freeze)")
-    passed: bool
-    reference: Any = Field(description="the measured value on the reference")
-    candidate: Any = Field(description="the measured value on the candidate")
-    voids_progress: Literal[True] | None = Field(None, description="written (true) for a component whose failure "
-                                                                   "makes the check's progress 0")
-
-
 class CheckEntry(_Strict):
     id: str
     fault: str
+    fault_kind: str | None = Field(None, description="the fault's kind (from the profile's faults)")
     family: str
     measure: str
     target: str = Field(description="the reference element, `*` for the whole asset")
     passed: bool | None = Field(description="every component within tolerance; null when unmeasured")
     progress: Fraction | None = Field(ge=0, le=1, description="semantic progress; null when unmeasured")
     details: str = Field(description="`within tolerance`, the failing components, `unmeasured: why` or `not run`")
-    components: dict[str, Component]
+    components: dict[str, ComponentResult]
+
+    def failing(self) -> dict[str, ComponentResult]:
+        return {name: c for name, c in self.components.items() if not c.passed}
 
 
 class FaultEntry(_Strict):
@@ -99,8 +100,8 @@ class FaultEntry(_Strict):
 
 class CandidateDigest(_Strict):
     digest: str | None = Field(description="profiles/digest.py tree_digest of the submission; null when not hashed")
-    bytes: int | None = Field(None, description="the submission's size, when hashed")
-    reason: str | None = Field(None, description="why it was not hashed")
+    bytes: int | None = Field(None, exclude_if=_unset, description="the submission's size, when hashed")
+    reason: str | None = Field(None, exclude_if=_unset, description="why it was not hashed")
 
 
 class Digests(_Strict):
@@ -156,3 +157,110 @@ class Grade(_Strict):
                                                        "run ended before the rule was applied (time limit)")
     visual: None = Field(description="separate grades are never part of grade.json: always null")
     physical: None = Field(description="always null")
+
+    def to_json(self) -> dict:
+        """The file's content: the model's fields, non-finite numbers as strings."""
+        return jsonable(self.model_dump())
+
+    def failing_checks(self) -> list[CheckEntry]:
+        """Checks that ran and failed, least progress first (a check that did not run is not failing)."""
+        failing = [c for c in self.checks if c.passed is False]
+        return sorted(failing, key=lambda c: (c.progress if c.progress is not None else -1.0, c.id))
+
+
+def read(data: dict | str | bytes) -> Grade:
+    """A grade.json parsed (raises pydantic's ValidationError on one that is not a grade)."""
+    if isinstance(data, (str, bytes)):
+        return Grade.model_validate_json(data)
+    return Grade.model_validate(data)
+
+
+# Hashing a hostile submission must stay cheap: beyond this many bytes it is not hashed.
+MAX_DIGEST_BYTES = 1 << 30
+# What a check that left no measurement says in grade.json (its "details").
+NOT_RUN = "not run"
+
+
+def candidate_digest(folder) -> CandidateDigest:
+    total = 0
+    try:
+        for dirpath, _, filenames in os.walk(folder, followlinks=False):
+            for name in filenames:
+                info = os.lstat(os.path.join(dirpath, name))
+                if stat.S_ISREG(info.st_mode):
+                    total += info.st_size
+        if total > MAX_DIGEST_BYTES:
+            return CandidateDigest(digest=None, reason=f"{total} bytes: too large to hash")
+        if not os.path.isdir(folder):
+            return CandidateDigest(digest=None, reason="not a folder")
+        return CandidateDigest(digest=tree_digest(folder), bytes=total)
+    except Exception as error:  # an odd submission must not stop the report from being written
+        return CandidateDigest(digest=None, reason=f"cannot hash: {type(error).__name__}: {error}")
+
+
+@dataclass(frozen=True)
+class GradeInputs:
+    """What the grade file says besides the decision and the tests' records."""
+
+    case: Case | None                  # None: the case could not be loaded
+    submission: Path
+    closed_book: ClosedBook | None = None   # the rule's verdict; None: the run ended before it was applied
+
+
+def _check_entries(results: TestResults, case: Case | None) -> list[CheckEntry]:
+    if case is None:
+        return []
+    kinds = {f.id: f.kind for f in case.profile.faults}
+    entries = []
+    for spec in case.profile.checks:
+        m = results.checks.get(spec.id)
+        entries.append(CheckEntry(
+            id=spec.id, fault=spec.fault, fault_kind=kinds.get(spec.fault), family=spec.family,
+            measure=spec.measure, target=spec.target, passed=m.passed if m else None,
+            progress=m.progress if m else None, details=m.details if m else NOT_RUN,
+            components=m.components if m else {},
+        ))
+    return entries
+
+
+def build(decision: Decision, results: TestResults, inputs: GradeInputs, elapsed: float) -> Grade:
+    case = inputs.case
+    profile = case.profile if case else None
+    closed = inputs.closed_book
+    violations = list(closed.violations or []) if closed is not None else []
+    timings = {"total_s": round(elapsed, 3), "tests_s": round(results.tests_seconds, 6)}
+    timings.update({f"{k}_s": v for k, v in results.timings.items()})
+    return Grade(
+        status=decision.status,
+        authored_usd=decision.authored_usd,
+        raw_authored_usd=decision.authored_usd if decision.raw_authored_usd is None else decision.raw_authored_usd,
+        network_violations=violations,
+        submission_valid=decision.submission_valid,
+        preservation_pass=decision.preservation_pass,
+        targeted_repair_fraction=decision.targeted_repair_fraction,
+        targeted_semantic_score=decision.targeted_semantic_score,
+        objective_success=decision.objective_success,
+        infrastructure_error=decision.infrastructure_error,
+        reasons=decision.reasons,
+        missing_tests=decision.missing,
+        gates=Gates(**{kind: {name: GateSummary(passed=r.passed, reason=r.reason)
+                              for name, r in results.by_kind(kind).items()}
+                       for kind in ("validity", "preservation", "objective")}),
+        validity=results.validity,
+        preservation=results.preservation,
+        checks=_check_entries(results, case),
+        faults=[FaultEntry(id=f.id, kind=f.kind, target=f.target) for f in profile.faults] if profile else [],
+        digests=Digests(candidate=candidate_digest(inputs.submission),
+                        reference=profile.reference.digest if profile else None,
+                        input=profile.input.digest if profile else None),
+        profile=ProfileSummary(id=profile.id if profile else None, version=profile.version if profile else None,
+                               digest=case.profile_digest if case else None,
+                               tolerances=profile.tolerances if profile else None),
+        scoring_version=SCORING_VERSION,
+        verifier_version=VERIFIER_VERSION,
+        environment=Environment(python=platform.python_version()),
+        timings=timings,
+        closed_book=closed,
+        visual=None,
+        physical=None,
+    )

@@ -16,6 +16,12 @@ import enum
 import re
 from dataclasses import dataclass, field
 
+from usd_repair_verifier.profiles.result_record import KINDS, CheckResult, GateResult
+
+from .json_report import NO_RESULTS, TestRecord, TestResults, records_from_report
+
+__all__ = ["NO_RESULTS", "TestRecord", "TestResults", "records_from_report"]  # the records decide() reads
+
 REWARD_CAP = 0.99
 WEIGHT_F = WEIGHT_S = 0.5   # R = WEIGHT_F F + WEIGHT_S S
 INFRASTRUCTURE_EXIT = 3
@@ -43,22 +49,6 @@ OUTCOMES = {
     Status.CLOSED_BOOK_UNVERIFIED: (True, 0),
 }
 
-KINDS = ("check", "validity", "preservation", "objective")
-
-
-@dataclass(frozen=True)
-class TestRecord:
-    __test__ = False  # a record of a test, not a test class
-
-    nodeid: str
-    outcome: str                # passed | failed | error | skipped | xfailed ...
-    kind: str | None            # one of KINDS, None when the test recorded nothing
-    id: str | None              # check id or gate name
-    result: dict | None         # measurement or gate result as JSON
-    message: str = ""           # pytest's crash message, when there is one
-    seconds: float = 0.0        # the test's own call (measuring, judging), not its fixtures
-
-
 @dataclass(frozen=True)
 class Expected:
     """The tests a full run must have run, by kind: check ids and gate names."""
@@ -81,80 +71,36 @@ class Decision:
     raw_authored_usd: float | None = None   # the measured reward, before the closed-book rule
 
 
-def _message(test: dict) -> str:
-    """Why a test did not measure: the first crash message of a stage that did not pass.
-
-    Every key holding a stage counts (xdist files a crashed worker under "???");
-    xdist's "[gwN] linux -- Python ..." header lines are not a cause.
-    """
-    stages = [v for k, v in test.items() if isinstance(v, dict) and "outcome" in v and k not in ("metadata",)]
-    for details in stages:
-        if details.get("outcome") == "passed":
-            continue
-        crash = details.get("crash") or {}
-        if crash.get("message"):
-            return str(crash["message"])
-        lines = [l for l in str(details.get("longrepr") or "").strip().splitlines()
-                 if l.strip() and not re.match(r"\[gw\d+\] ", l)]
-        if lines:
-            return lines[-1]
-    return ""
-
-
-def records_from_report(json_report: dict) -> list[TestRecord]:
-    records = []
-    for test in json_report.get("tests", []):
-        record = (test.get("metadata") or {}).get("record") or {}
-        records.append(TestRecord(
-            nodeid=test["nodeid"],
-            outcome=test.get("outcome", "error"),
-            kind=record.get("kind"),
-            id=record.get("id"),
-            result=record.get("result"),
-            message=_message(test),
-            seconds=float((test.get("call") or {}).get("duration") or 0.0),
-        ))
-    return records
-
-
 # 1. records ---------------------------------------------------------------
 
-def errored(records: list[TestRecord]) -> list[TestRecord]:
+def errored(records: tuple[TestRecord, ...] | list[TestRecord]) -> list[TestRecord]:
     """A test that raised instead of measuring, or failed without a result (a crashed worker)."""
     return [r for r in records if r.outcome == "error" or (r.outcome == "failed" and r.result is None)]
 
 
-def results_by_kind(records: list[TestRecord]) -> dict[str, dict[str, dict]]:
-    found: dict[str, dict[str, dict]] = {k: {} for k in KINDS}
-    for r in records:
-        if r.kind in found and r.result is not None:
-            found[r.kind][r.id] = r.result
-    return found
-
-
-def missing(expected: Expected, found: dict[str, dict[str, dict]]) -> list[str]:
-    return [f"{kind}:{i}" for kind in KINDS for i in expected.ids.get(kind, ()) if i not in found[kind]]
+def missing(expected: Expected, results: TestResults) -> list[str]:
+    return [f"{kind}:{i}" for kind in KINDS for i in expected.ids.get(kind, ()) if i not in results.by_kind(kind)]
 
 
 # 2. gates -----------------------------------------------------------------
 
-def all_passed(results: dict[str, dict]) -> bool:
-    return bool(results) and all(r.get("passed") is True for r in results.values())
+def all_passed(results: dict[str, GateResult]) -> bool:
+    return bool(results) and all(r.passed is True for r in results.values())
 
 
-def failing_gates(results: dict[str, dict]) -> list[str]:
-    return [f"{name}: {r.get('reason', '')}" for name, r in results.items() if r.get("passed") is not True]
+def failing_gates(results: dict[str, GateResult]) -> list[str]:
+    return [f"{name}: {r.reason}" for name, r in results.items() if r.passed is not True]
 
 
 # 3. checks ----------------------------------------------------------------
 
-def repair_fraction(checks: dict[str, dict]) -> float:
-    return sum(1 for m in checks.values() if m.get("passed") is True) / len(checks) if checks else 0.0
+def repair_fraction(checks: dict[str, CheckResult]) -> float:
+    return sum(1 for m in checks.values() if m.passed is True) / len(checks) if checks else 0.0
 
 
-def semantic_score(checks: dict[str, dict]) -> float:
+def semantic_score(checks: dict[str, CheckResult]) -> float:
     # An unmeasured targeted check earns nothing: it cannot show a repair.
-    return sum(float(m.get("progress") or 0.0) for m in checks.values()) / len(checks) if checks else 0.0
+    return sum(float(m.progress or 0.0) for m in checks.values()) / len(checks) if checks else 0.0
 
 
 def raw_reward(fraction: float, semantic: float) -> float:
@@ -181,42 +127,41 @@ def reward_from(fraction: float | None, semantic: float | None, status: Status |
 
 # 4. the outcome -----------------------------------------------------------
 
-def decide(records: list[TestRecord], expected: Expected, case_error: str | None = None) -> Decision:
+def decide(results: TestResults, expected: Expected, case_error: str | None = None) -> Decision:
     if case_error:
         return Decision(Status.INFRASTRUCTURE_ERROR, 0.0, infrastructure_error=case_error)
-    broken = errored(records)
+    broken = errored(results.records)
     if broken:
         first = broken[0]
         cause = f"{len(broken)} test(s) errored instead of measuring; first: {first.nodeid}: {first.message or first.outcome}"
         return Decision(Status.INFRASTRUCTURE_ERROR, 0.0, infrastructure_error=cause)
 
-    found = results_by_kind(records)
-    checks = {i: found["check"][i] for i in expected.ids.get("check", ()) if i in found["check"]}
+    checks = {i: results.checks[i] for i in expected.ids.get("check", ()) if i in results.checks}
     fraction, semantic = repair_fraction(checks), semantic_score(checks)
-    absent = missing(expected, found)
+    absent = missing(expected, results)
     if absent:
         return Decision(
             Status.PARTIAL, None, targeted_repair_fraction=fraction, targeted_semantic_score=semantic, missing=absent,
             reasons=[f"partial run: {len(absent)} required test(s) not run, no reward written"],
         )
 
-    valid = all_passed(found["validity"])
+    valid = all_passed(results.validity)
     if not valid:
         return Decision(Status.INVALID, reward_from(fraction, semantic, Status.INVALID, None),
                         submission_valid=False, targeted_repair_fraction=fraction, targeted_semantic_score=semantic,
-                        reasons=failing_gates(found["validity"]))
-    preserved = all_passed(found["preservation"])
-    objective_ok = all_passed(found["objective"])
+                        reasons=failing_gates(results.validity))
+    preserved = all_passed(results.preservation)
+    objective_ok = all_passed(results.objective)
     status = Status.GRADED if preserved else Status.PRESERVATION_FAILED
     if not preserved:
-        reasons = failing_gates(found["preservation"])
+        reasons = failing_gates(results.preservation)
     else:
-        reasons = [] if objective_ok else objective_reasons(fraction, semantic, found["objective"])
+        reasons = [] if objective_ok else objective_reasons(fraction, semantic, results.objective)
     return Decision(status, reward_from(fraction, semantic, status, objective_ok), True, preserved, objective_ok,
                     fraction, semantic, reasons=reasons)
 
 
-def objective_reasons(fraction: float, semantic: float, objective: dict[str, dict]) -> list[str]:
+def objective_reasons(fraction: float, semantic: float, objective: dict[str, GateResult]) -> list[str]:
     """Why the objective failed, and whether that cost anything: the cap binds only above it."""
     raw = raw_reward(fraction, semantic)
     if raw > REWARD_CAP:

@@ -16,11 +16,10 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from usd_repair_verifier.checks.measurement import Comparison, Measurement
-from usd_repair_verifier.checks.registry import every_measurement, measure, unmeasured
-from usd_repair_verifier.gates import objective, preservation
-from usd_repair_verifier.gates.names import STAGE_RULE
-from usd_repair_verifier.gates.results import GateResult
+from usd_repair_verifier.checks.measurement import Comparison, DerivedValues
+from usd_repair_verifier.checks.registry import Measurements, every_measurement, unmeasured
+from usd_repair_verifier.profiles.result_record import CheckResult, GateResult
+from usd_repair_verifier.gates.names import STAGE_RULE, evaluator
 from usd_repair_verifier.gates.validity import ResourceLimits, ValidityReport, timed_validity
 from usd_repair_verifier.profiles.case import Case, CaseError
 from usd_repair_verifier.profiles.schema import CheckSpec
@@ -98,21 +97,22 @@ class GradingSession:
         self.timings = {**read.timings, **self.timings}
 
         self.candidate = None
-        self.stage_rule = GateResult(STAGE_RULE, False, "not checked: an earlier validity rule failed")
+        self.stage_rule = GateResult.of(STAGE_RULE, False, "not checked: an earlier validity rule failed")
         if read.stage_error is not None:
-            self.stage_rule = GateResult(STAGE_RULE, False, read.stage_error)
+            self.stage_rule = GateResult.of(STAGE_RULE, False, read.stage_error)
         elif read.candidate is not None:
             flood = _flooded(self.reference, read.candidate)
             if flood:
-                self.stage_rule = GateResult(STAGE_RULE, False, flood)
+                self.stage_rule = GateResult.of(STAGE_RULE, False, flood)
             else:
                 self.candidate = read.candidate
-                self.stage_rule = GateResult(
+                self.stage_rule = GateResult.of(
                     STAGE_RULE, True,
                     f"composed: {len(read.candidate.bodies)} bodies, {len(read.candidate.joints)} joints",
                 )
 
         self.comparison = None
+        self.measurements: Measurements | None = None   # every measurement of the comparison, once
         if self.candidate is not None:
             start = time.perf_counter()
             match = correspond(
@@ -121,7 +121,9 @@ class GradingSession:
                 profile.correspondence["max_body_cost"],
                 profile.correspondence["max_joint_cost"],
             )
-            self.comparison = Comparison(self.reference, self.candidate, match, dict(profile.tolerances))
+            self.comparison = Comparison(self.reference, self.candidate, match, dict(profile.tolerances),
+                                         DerivedValues())
+            self.measurements = Measurements(self.comparison)
             self._lap("correspondence", start)
             if self.work.shared:
                 self._measure_together()
@@ -176,19 +178,16 @@ class GradingSession:
         keys = sorted(set(every_measurement(self.reference)) | checks)
         targets = sorted({target for _, _, target in keys})
         unit_of = {target: i % MEASUREMENT_UNITS for i, target in enumerate(targets)}
-        cmp = self.comparison
+        measurements = self.measurements
 
         def compute(unit: int) -> dict:
-            mine = [key for key in keys if unit_of[key[2]] == unit]
-            for family, name, target in mine:
-                measure(cmp, family, name, target)
-            return {key: cmp.memo[key] for key in mine}
+            return {key: measurements.raw(*key) for key in keys if unit_of[key[2]] == unit}
 
         for unit in range(MEASUREMENT_UNITS):
             if self.work.claim(f"measures-{unit}"):
                 self.work.run(f"measures-{unit}", functools.partial(compute, unit))
         for unit in range(MEASUREMENT_UNITS):
-            cmp.memo.update(self.work.wait(f"measures-{unit}"))
+            measurements.update(self.work.wait(f"measures-{unit}"))
         self._lap("measurements", start)
 
     @property
@@ -200,26 +199,26 @@ class GradingSession:
             return self.stage_rule
         for r in self.validity.rules:
             if r.rule == rule:
-                return GateResult(r.rule, r.passed, r.reason, tuple(r.details))
+                return GateResult.of(r.rule, r.passed, r.reason, tuple(r.details))
         raise KeyError(rule)
 
-    def measure_check(self, spec: CheckSpec) -> Measurement:
+    def measure_check(self, spec: CheckSpec) -> CheckResult:
         if not self.candidate_readable:
             return unmeasured(spec.family, spec.measure, spec.target, spec.id, "the submission is not valid")
-        return measure(self.comparison, spec.family, spec.measure, spec.target, spec.id, spec.input_error)
+        return self.measurements.check(spec.family, spec.measure, spec.target, spec.id, spec.input_error)
 
     # Each gate is evaluated once per session. The results live on the session, not in a
     # functools.cache: a cache on the method would hold every session (its snapshots and
     # measurements) for the life of a process that grades many submissions.
     def preservation_gate(self, gate: str) -> GateResult:
-        return self._gate("preservation", gate, lambda: preservation.GATES[gate](self.comparison, self.case.profile))
+        return self._gate("preservation", gate)
 
     def objective_gate(self, gate: str) -> GateResult:
-        return self._gate("objective", gate, lambda: objective.GATES[gate](self.comparison))
+        return self._gate("objective", gate)
 
-    def _gate(self, kind: str, gate: str, evaluate) -> GateResult:
+    def _gate(self, kind: str, gate: str) -> GateResult:
         key = (kind, gate)
         if key not in self._gates:
-            self._gates[key] = (evaluate() if self.candidate_readable
-                                else GateResult(gate, False, "not evaluated: the submission is not valid"))
+            self._gates[key] = (evaluator(kind, gate)(self.measurements, self.case.profile) if self.candidate_readable
+                                else GateResult.of(gate, False, "not evaluated: the submission is not valid"))
         return self._gates[key]

@@ -71,15 +71,20 @@ def _capped(x: float) -> float:
     return min(1.0, x) if math.isfinite(x) else 1.0
 
 
+def _extent_mismatch(a: float, b: float) -> float:
+    """|log| of the ratio of two extents; infinite when either is not a finite size (a hostile
+    point at infinity gives an infinite extent, whose ratio 0 has no logarithm)."""
+    ratio = (a + 1e-6) / (b + 1e-6)
+    return abs(math.log(ratio)) if math.isfinite(ratio) and ratio > 0 else math.inf
+
+
 def body_cost(ref: Body, cand: Body, size: float) -> float:
     scale = DISTANCE_SCALE * size
     placement = _capped(
         spatial.distance(ref.pose.position, cand.pose.position) / scale
         + spatial.rotation_angle_deg(ref.pose.rotation, cand.pose.rotation) / 180.0
     )
-    extents = [
-        abs(math.log((a + 1e-6) / (b + 1e-6))) for a, b in zip(ref.shape.extents, cand.shape.extents)
-    ]
+    extents = [_extent_mismatch(a, b) for a, b in zip(ref.shape.extents, cand.shape.extents)]
     # In the body's frame: a body that moved as a whole disagrees in placement only.
     geometry = _capped(spatial.distance(ref.shape.local_center, cand.shape.local_center) / scale + sum(extents) / 3.0)
     return placement + geometry + (0.0 if ref.name == cand.name else NAME_TIE_BREAK)

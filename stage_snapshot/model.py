@@ -173,7 +173,7 @@ class StageSnapshot:
     authoring_problems: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
     # prim path -> ((attribute, why), ...): values the snapshot could not use (wrong type,
     # shape, non-finite) or that are ambiguous (default and start-time value disagree);
-    # see authoring.py. The checks fail every property such a value feeds.
+    # see authoring_problems.py. The checks fail every property such a value feeds.
     scenes: tuple = ()                                           # scene.PhysicsScene, by path
     simulator_attributes: dict[str, dict] = field(default_factory=dict)
     # element key -> {attribute: plain value} of the simulator namespaces (see scene.py)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pxr import Gf, Sdf, Tf, Usd, UsdGeom, UsdPhysics
 
-from . import authoring, spatial
+from . import authoring_problems, spatial
 from .parts import owner_body, read_parts
 from .scene import read_scenes, read_simulator_attributes
 from .texture_digest import texture_digest_scope
@@ -109,7 +109,7 @@ def snapshot(stage: Usd.Stage, root_layer: str = "", sampling: dict | None = Non
     timings = {"bodies_and_joints": round(time.perf_counter() - start, 6)}
     components, colliders, masses = read_parts(stage, body_paths, mpu, kgpu, sampling or {}, timings)
     lap = time.perf_counter()
-    problems = authoring.problems(stage)
+    problems = authoring_problems.problems(stage)
     timings["authoring"] = round(time.perf_counter() - lap, 6)
     start = time.perf_counter()
     scenes = read_scenes(parsed, mpu)

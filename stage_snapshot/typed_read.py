@@ -5,7 +5,7 @@ A submission is written by a hostile agent: `string physics:centerOfMass = "abc"
 wrong shape all compose (USD does not check an attribute's value against its schema)
 and would reach arithmetic that raises. `read(attr, kind)` returns the value in plain
 Python/numpy form, or None with the reason it cannot be used: a wrong type, a wrong
-shape or a non-finite number is an *authoring error*, which `usd_repair_verifier.stage_snapshot.authoring`
+shape or a non-finite number is an *authoring error*, which `usd_repair_verifier.stage_snapshot.authoring_problems`
 records so the checks can grade it (the property fails; preservation fails when it was
 healthy). The readers in this package take values through here and fall back to
 "not authored" on a problem, so no exception escapes them.

@@ -24,8 +24,8 @@ from pathlib import Path
 
 from usd_repair_verifier.gates.names import OBJECTIVE_GATES, PRESERVATION_GATES, VALIDITY_RULES
 from usd_repair_verifier.profiles.case import Case, load_case
-from usd_repair_verifier.profiles.jsonable import jsonable
-from usd_repair_verifier.scoring.reward import Decision, Expected, TestRecord, decide
+from usd_repair_verifier.profiles.result_record import as_metadata, parse
+from usd_repair_verifier.scoring.reward import Decision, Expected, TestRecord, TestResults, decide
 from usd_repair_verifier.scoring.run import RunResult, run_grade
 from usd_repair_verifier.scoring.session import GradingSession
 from usd_repair_verifier.scoring.work_share import LocalWork
@@ -57,8 +57,11 @@ class _ReferenceOnce(LocalWork):
         return value
 
 
-def _record(kind: str, ident: str, result: dict) -> TestRecord:
-    return TestRecord(f"{kind}::{ident}", "passed" if result.get("passed") else "failed", kind, ident, jsonable(result))
+def _record(kind: str, ident: str, result) -> TestRecord:
+    """The record the test of this check or gate would have left, read back as the plugin reads it."""
+    metadata = as_metadata(kind, ident, result)
+    return TestRecord(f"{kind}::{ident}", "passed" if result.passed else "failed", kind, ident,
+                      parse(kind, metadata["result"]))
 
 
 def grading_session(case: Case, submission: Path, validity: Future | None = None) -> GradingSession:
@@ -74,17 +77,17 @@ def grade(case: Case | Path, submission: Path, validity: Future | None = None) -
     capped worker forked from this process's validity server, as in the warm grader)."""
     case = case if isinstance(case, Case) else load_case(case)
     session = grading_session(case, submission, validity)
-    records = [_record("check", spec.id, session.measure_check(spec).to_json()) for spec in case.profile.checks]
-    records += [_record("validity", r, session.validity_rule(r).to_json()) for r in VALIDITY_RULES]
-    records += [_record("preservation", g, session.preservation_gate(g).to_json()) for g in PRESERVATION_GATES]
-    records += [_record("objective", g, session.objective_gate(g).to_json()) for g in OBJECTIVE_GATES]
+    records = [_record("check", spec.id, session.measure_check(spec)) for spec in case.profile.checks]
+    records += [_record("validity", r, session.validity_rule(r)) for r in VALIDITY_RULES]
+    records += [_record("preservation", g, session.preservation_gate(g)) for g in PRESERVATION_GATES]
+    records += [_record("objective", g, session.objective_gate(g)) for g in OBJECTIVE_GATES]
     expected = Expected({
         "check": tuple(c.id for c in case.profile.checks),
         "validity": VALIDITY_RULES,
         "preservation": PRESERVATION_GATES,
         "objective": OBJECTIVE_GATES,
     })
-    return decide(records, expected)
+    return decide(TestResults.of(records), expected)
 
 
 class _Warm:

@@ -336,7 +336,7 @@ def test_partial_mass_unit_repair_earns_partial_progress(tmp_path):
         m = graded(cmp, "mass", measure, body, before[measure])
         assert m.passed is False and 0.0 < m.progress < 1.0, m
         assert m.progress == pytest.approx((math.log(1000) - math.log(10)) / (math.log(1000) - m.components[
-            next(iter(m.components))]["tolerance"]), rel=1e-3)
+            next(iter(m.components))].tolerance), rel=1e-3)
     fixed = variants.copy_package(tmp_path / "input", tmp_path / "fixed")
     author(fixed, body, "physics:mass", 3.5)
     cmp = compare(ref, snap(fixed))
@@ -376,7 +376,7 @@ def test_partial_inertia_repair(tmp_path):
     author(partial, body, "physics:diagonalInertia", Gf.Vec3f(*moments), Sdf.ValueTypeNames.Float3)
     m = graded(compare(ref, snap(partial)), "mass", "inertia", body, before)
     assert m.passed is False and 0.0 < m.progress < 1.0
-    assert m.components["principal_inertia"]["error"] == pytest.approx(math.log(1.5), rel=1e-4)
+    assert m.components["principal_inertia"].error == pytest.approx(math.log(1.5), rel=1e-4)
 
 
 def test_partial_physics_material_repair(tmp_path):
@@ -407,7 +407,7 @@ def test_partial_visual_material_repair(tmp_path):
     del stage
     m = graded(compare(ref, snap(partial)), "material", "visual", knob, before)
     assert m.passed is False and 0.0 < m.progress < 1.0
-    assert m.components["visual.shader"]["passed"] and not m.components["visual.metallic"]["passed"]
+    assert m.components["visual.shader"].passed and not m.components["visual.metallic"].passed
 
 
 def test_partial_composition_repair(tmp_path):

@@ -13,6 +13,7 @@ from usd_repair_verifier.profiles.case import load_case
 from usd_repair_verifier.commands import cli
 from usd_repair_verifier.commands.explain_html import write_page
 from usd_repair_verifier.commands.explain_pictures import PRIMARY, Highlight, Pictures, highlighted_scene, primary_mask
+from usd_repair_verifier.scoring import grade_file
 from usd_repair_verifier.visual import raster, render
 from tests.grade_in_process import grade_warm
 
@@ -28,7 +29,7 @@ def demo(tmp_path_factory) -> dict:
     out = tmp_path_factory.mktemp("grade")
     r = grade_warm(CASE, DEMO, out)   # the grading session in this process; explain below is the command
     assert r.exit_code == 0, r.stdout[-2000:]
-    grade = json.loads((out / "grade.json").read_text())
+    grade = grade_file.read((out / "grade.json").read_text())
     page_dir = tmp_path_factory.mktemp("page")
     # `usdgrade explain --html`, its entry point called in this process
     assert cli.main(["explain", str(out / "grade.json"), "--html", "--out", str(page_dir),
@@ -40,7 +41,7 @@ def test_page_shows_status_arithmetic_gates_and_the_failing_check(demo):
     text = demo["html"]
     assert "R = 0.5 F + 0.5 S = 0.5 x 0.5000 + 0.5 x 0.5000 = 0.5000" in text
     for kind in ("validity", "preservation", "objective"):
-        for name in demo["grade"]["gates"][kind]:
+        for name in getattr(demo["grade"].gates, kind):
             assert f"<code>{name}</code>" in text
     assert '<span class="fail">FAIL</span></td><td><code>all_joints</code>' in text
     assert "f2-joint.range" in text and "travel.lower" in text and "travel.upper" in text
@@ -103,22 +104,52 @@ def test_no_pictures_from_other_bytes_than_the_graded_ones(demo, tmp_path):
 
 
 def test_hostile_names_are_escaped(demo, tmp_path):
-    grade = json.loads(json.dumps(demo["grade"]))
+    grade = demo["grade"].to_json()
     grade["checks"][1]["target"] = "<script>alert(1)</script>"
     grade["gates"]["objective"]["all_joints"]["reason"] = '<img src="http://x/">'
-    text = write_page(grade, tmp_path / "hostile").read_text()
+    text = write_page(grade_file.read(grade), tmp_path / "hostile").read_text()
     assert "<script>alert" not in text and '<img src="http' not in text
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
 
 
-def test_partial_grade_page_says_what_did_not_run(tmp_path):
-    grade = {"status": "partial", "authored_usd": None, "targeted_repair_fraction": 1.0, "targeted_semantic_score": 1.0,
-             "objective_success": None, "infrastructure_error": None, "reasons": [],
-             "missing_tests": ["check:c2", "validity:local_package"],
-             "gates": {"validity": {}, "preservation": {}, "objective": {}},
-             "checks": [{"id": "c1", "target": "/j", "passed": True, "progress": 1.0, "details": "ok"},
-                        {"id": "c2", "target": "/k", "passed": None, "progress": None, "details": "not run"}]}
-    text = write_page(grade, tmp_path / "partial").read_text()
+def test_partial_grade_page_says_what_did_not_run(demo, tmp_path):
+    grade = demo["grade"].to_json()
+    grade.update({"status": "partial", "authored_usd": None, "targeted_repair_fraction": 1.0,
+                  "targeted_semantic_score": 1.0, "objective_success": None, "reasons": [],
+                  "missing_tests": ["check:c2", "validity:local_package"],
+                  "gates": {"validity": {}, "preservation": {}, "objective": {}}})
+    first, second = grade["checks"]
+    grade["checks"] = [{**first, "id": "c1", "passed": True, "progress": 1.0, "details": "ok"},
+                       {**second, "id": "c2", "passed": None, "progress": None, "details": "not run", "components": {}}]
+    text = write_page(grade_file.read(grade), tmp_path / "partial").read_text()
     assert "R = " not in text and "no F, S or reward was computed" in text
     assert '<span class="notrun">not run</span></td><td><code>local_package</code>' in text
     assert "Checks not run</h2><p><code>c2</code>" in text
+
+
+def test_the_page_shows_failing_checks_before_gates_and_labels_its_number(demo):
+    text = demo["html"]
+    assert text.index("<h2>Failing checks</h2>") < text.index("<h2>Gates</h2>")
+    # Failing gates first among the gates.
+    gates = text[text.index("<h2>Gates</h2>"):]
+    assert gates.index('<span class="fail">FAIL</span>') < gates.index('<span class="pass">pass</span>')
+    assert '<p class="reward">0.5 <small>authored_usd (the reward, 0 to 1)</small></p>' in text
+    assert "kind <code>joint_limit_units</code>" in text
+    assert "68.7783 deg &gt; 0.5 deg" in text and "(error in deg)" in text
+
+
+def test_a_page_made_again_without_the_case_keeps_its_pictures(demo, tmp_path):
+    page = tmp_path / "page"
+    write_page(demo["grade"], page, CASE, DEMO)
+    drawn = sorted(p.name for p in page.glob("check-*.png"))
+    (page / "check-99-mine.png").write_bytes(b"not the command's")   # a file the command did not write
+    text = write_page(demo["grade"], page).read_text()               # no --case, no --submission
+    assert sorted(p.name for p in page.glob("check-*.png")) == sorted(drawn + ["check-99-mine.png"])
+    assert "No pictures" not in text and all(f'src="{name}"' in text for name in drawn)
+    # Another grade's page in the same folder: its pictures are not this grade's, so none are shown,
+    # and the command still deletes nothing it did not write.
+    other = demo["grade"].model_copy(update={"digests": demo["grade"].digests.model_copy(
+        update={"candidate": demo["grade"].digests.candidate.model_copy(update={"digest": "0" * 64})})})
+    text = write_page(other, page).read_text()
+    assert "No pictures: give --case CASE and --submission DIR" in text
+    assert (page / "check-99-mine.png").exists() and all((page / name).exists() for name in drawn)

@@ -2,6 +2,7 @@
 (a copy rendered with this checkout's paths; the shipped one has fixed paths and no overrides)."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -17,12 +18,27 @@ from usd_repair_verifier.authoring.task import TIME_LIMIT_S, render_test_sh, wri
 FIXTURE_CASE = ROOT / "fixtures" / "cases" / "cabinet_drawer_door"
 
 
-def test_the_example_is_what_usdgrade_task_writes(tmp_path):
-    written = write_task(FIXTURE_CASE, tmp_path / "task")
-    differences = tree_differences(written, TASK)
-    assert not differences, f"re-generate: usdgrade task fixtures/cases/cabinet_drawer_door --out examples/harbor-task: {differences}"
+def test_the_example_is_what_usdgrade_task_writes_and_locks_its_verifier(tmp_path):
+    """The example's own files are what `usdgrade task` writes for its case, and its lock names the
+    verifier this checkout would copy into it (the copy itself is not committed)."""
+    from tools.harbor_example import LOCK, differences, lock_of
+
+    found = differences()
+    assert not found, f"re-generate: python tools/harbor_example.py: {found}"
     for script in ("tests/test.sh", "solution/solve.sh"):
         assert (TASK / script).stat().st_mode & stat.S_IXUSR, script
+    # A complete folder still: `usdgrade task` writes the verifier, and the lock describes that copy.
+    written = write_task(FIXTURE_CASE, tmp_path / "task")
+    assert (written / "tests" / "verifier" / "usd_repair_verifier" / "scoring" / "plugin.py").is_file()
+    assert read_json(TASK / LOCK) == lock_of(written)
+    assert "usd_repair_verifier/scoring/plugin.py" in read_json(TASK / LOCK)["verifier"]["files"]
+    # The check can fail: an example built by another verifier is refused.
+    stale = tmp_path / "stale"
+    shutil.copytree(TASK, stale, ignore=shutil.ignore_patterns("verifier"))
+    lock = read_json(stale / LOCK)
+    (stale / LOCK).write_text(json.dumps({**lock, "scoring_version": "0"}))
+    (stale / "tests" / "test.sh").write_text("#!/bin/sh\necho 1 > /logs/verifier/reward.txt\n")
+    assert sorted(differences(stale)) == ["tests/test.sh: differs", f"{LOCK}: not the lock of this checkout's verifier"]
 
 
 def test_layout_keeps_the_verifier_case_and_outputs_out_of_the_agents_image():
@@ -127,8 +143,9 @@ def harbor_lint(*tasks: Path) -> list:
     return json.loads(r.stdout)
 
 
-def test_harbor_lint_finds_nothing_in_the_example():
-    assert harbor_lint(TASK) == []
+def test_harbor_lint_finds_nothing_in_the_example(tmp_path):
+    # The example as `usdgrade task` writes it, complete (the committed one has no verifier copy).
+    assert harbor_lint(write_task(FIXTURE_CASE, tmp_path / "task")) == []
 
 
 def test_harbor_lint_finds_nothing_in_a_generated_dataset(tmp_path):

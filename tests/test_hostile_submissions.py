@@ -708,7 +708,7 @@ def test_targeted_joint_rotation_nan_costs_preservation_of_that_joint_only(tmp_p
     assert g["status"] == "preservation_failed" and r.reward == {"authored_usd": 0.0}, g["reasons"]
     assert {c["fault"]: c["passed"] for c in g["checks"]}["f1"] is True
     failures = g["preservation"]["healthy_joints"]["failures"]
-    assert failures and all("ankle_2" in f for f in failures), failures
+    assert failures and all(f["target"].endswith("ankle_2") and "ankle_2" in f["reason"] for f in failures), failures
 
 
 def test_body_flood_is_refused_before_matching(tmp_path, outcome_table):

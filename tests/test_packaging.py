@@ -71,10 +71,12 @@ def test_every_data_file_is_package_data():
 def test_entry_points_name_namespaced_modules():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert project["scripts"] == {"usdgrade": f"{NAMESPACE}.commands.cli:main"}
-    # pytest registers a plugin once per name: the entry point's name is the module the conftest names
+    # pytest registers a plugin once per name: the entry point's name is the module the checkout's
+    # addopts name
     assert project["entry-points"]["pytest11"] == {f"{NAMESPACE}.scoring.plugin": f"{NAMESPACE}.scoring.plugin"}
-    conftest = (ROOT / "conftest.py").read_text()
-    assert f'pytest_plugins = ["{NAMESPACE}.scoring.plugin"]' in conftest
+    addopts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["addopts"]
+    assert addopts[addopts.index(f"{NAMESPACE}.scoring.plugin") - 1] == "-p"
+    assert not (ROOT / "conftest.py").exists()   # nothing else registers it
 
 
 def test_the_checkout_imports_the_namespace_from_its_own_folders():

@@ -6,7 +6,7 @@ import math
 import numpy as np
 
 from usd_repair_verifier.physical import compare
-from usd_repair_verifier.physical.results import PROPERTIES, TESTS, PropertyResult, nulls
+from usd_repair_verifier.physical.property_results import PROPERTIES, TESTS, PropertyResult, nulls
 from usd_repair_verifier.physical.settings import THRESHOLDS, Thresholds
 
 

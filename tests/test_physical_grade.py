@@ -23,7 +23,7 @@ from usd_repair_verifier.physical import runtime_server
 from bench.calibrate_physical import split_door_panel
 from usd_repair_verifier.physical.grade import PHYSICAL_FILE, run_physical, session_env
 from usd_repair_verifier.physical.record import PhysicalRecord
-from usd_repair_verifier.physical.results import PROPERTIES, TESTS
+from usd_repair_verifier.physical.property_results import PROPERTIES, TESTS
 from usd_repair_verifier.physical.settings import ENGINE_MODULES, pinned_versions
 from usd_repair_verifier.authoring.inject import root_layer_of
 from tests import variants

@@ -10,9 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from usd_repair_verifier.profiles.result_record import CheckResult, GateResult
+from usd_repair_verifier.profiles.case import load_case
+from usd_repair_verifier.scoring import grade_file
 from usd_repair_verifier.scoring.grade_file import Grade
-from usd_repair_verifier.scoring.reward import Expected, Status, TestRecord, decide
-from usd_repair_verifier.scoring.report import explain_lines, summary_lines
+from usd_repair_verifier.scoring.readable import explain_lines, summary_lines
+from usd_repair_verifier.scoring.reward import NO_RESULTS, Expected, Status, TestRecord, TestResults
+from usd_repair_verifier.scoring.reward import decide as decide_results
 from tests.grade_in_process import grade_warm
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,8 +30,13 @@ def pytest_run(*args: str, cwd: Path = ROOT, env: dict | None = None) -> subproc
 
 
 def record(kind: str, name: str, passed: bool, progress: float | None = None) -> TestRecord:
-    result = {"passed": passed, "reason": "why"} if kind != "check" else {"passed": passed, "progress": progress}
+    result = (GateResult.of(name, passed, "why") if kind != "check" else
+              CheckResult(check=name, family="joint", measure="frame", target="/j", passed=passed, progress=progress))
     return TestRecord(f"{kind}::{name}", "passed" if passed else "failed", kind, name, result)
+
+
+def decide(records, expected):
+    return decide_results(TestResults.of(records), expected)
 
 
 EXPECTED = Expected({"check": ("c1", "c2"), "validity": ("v",), "preservation": ("p",), "objective": ("all_joints",)})
@@ -51,11 +60,9 @@ def test_objective_failure_above_the_cap_says_capped():
     assert d.reasons and all(r.startswith("capped at 0.99") for r in d.reasons), d.reasons
 
 
-def _written_grade(out: Path) -> dict:
-    """OUT/grade.json, which is also what its model (and the published JSON Schema) describes."""
-    text = (out / "grade.json").read_text()
-    Grade.model_validate_json(text)
-    return json.loads(text)
+def _written_grade(out: Path) -> Grade:
+    """OUT/grade.json, read through its model (what the published JSON Schema describes)."""
+    return Grade.model_validate_json((out / "grade.json").read_text())
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +95,7 @@ def test_demo_summary_says_the_cap_was_not_reached(demo_grade):
 
 def test_partial_summary_says_what_did_not_run(partial_grade):
     grade, out = partial_grade["grade"], partial_grade["stdout"]
-    assert grade["status"] == "partial"
+    assert grade.status == "partial"
     summary = out[out.index("= usdgrade ="):]
     assert "all 0 pass" not in summary and "F 0.0000" not in summary
     for kind in ("validity", "preservation", "objective"):
@@ -105,10 +112,9 @@ def test_explain_of_a_partial_run_computes_no_reward_and_fails_no_unrun_check(pa
 
 
 def test_infrastructure_error_summary_says_nothing_ran():
-    grade = {"status": "infrastructure_error", "authored_usd": 0.0, "targeted_repair_fraction": None,
-             "targeted_semantic_score": None, "objective_success": None, "infrastructure_error": "case digest mismatch",
-             "reasons": [], "missing_tests": [], "gates": {"validity": {}, "preservation": {}, "objective": {}},
-             "checks": [{"id": "c1", "target": "/j", "passed": None, "progress": None, "details": "not run"}]}
+    decision = decide_results(NO_RESULTS, Expected({}), "case digest mismatch")
+    grade = grade_file.build(decision, NO_RESULTS, grade_file.GradeInputs(load_case(CASE), DEMO), 1.0)
+    assert [c.details for c in grade.checks] == ["not run", "not run"]
     summary = "\n".join(summary_lines(grade))
     assert "all 0 pass" not in summary and "not run" in summary and "case digest mismatch" in summary
     text = "\n".join(explain_lines(grade))
@@ -142,7 +148,7 @@ def raised_grade(tmp_path_factory) -> dict:
 
 def test_infrastructure_error_run_says_which_check_did_not_run(raised_grade):
     grade, out = raised_grade["grade"], raised_grade["stdout"]
-    assert grade["status"] == "infrastructure_error" and "blew up" in grade["infrastructure_error"]
+    assert grade.status == "infrastructure_error" and "blew up" in grade.infrastructure_error
     summary = out[out.index("= usdgrade ="):]
     assert "no F or S (infrastructure error)" in summary and "F 0.0000" not in summary
     assert "checks        1 of 2 not run: no reward" in summary
@@ -183,3 +189,54 @@ def test_explain_of_a_malformed_grade_gives_a_reason_not_a_traceback(content, ht
     r = subprocess.run([sys.executable, "-m", "usd_repair_verifier.commands.cli", *args], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 2, r.stdout + r.stderr
     assert r.stderr.startswith("cannot ") and "Traceback" not in r.stderr
+
+
+# --- units and labels: every number a person reads has its unit -----------------------------------
+
+def test_explain_and_the_summary_show_units_and_the_fault_kind(demo_grade):
+    text = "\n".join(explain_lines(demo_grade["grade"]))
+    assert "f2-joint.range on /ant/Geometry/torso/front_right_leg/aux_2/Body/ankle_2: fault f2 (joint_limit_units)" in text
+    # The limit read as degrees by the schema: both values in degrees, the error and tolerance too.
+    assert "travel.lower: 68.7783 deg > 0.5 deg, input 68.7783 deg (reference -70 deg, candidate -1.22173 deg)" in text
+    summary = demo_grade["stdout"][demo_grade["stdout"].index("= usdgrade ="):]
+    assert "check f2-joint.range (joint_limit_units) on" in summary
+    assert "travel.upper: 29.4764 deg > 0.5 deg (reference -30 deg, candidate -0.523599 deg)" in summary
+
+
+def test_every_component_in_grade_json_carries_its_unit(demo_grade):
+    components = [c for check in demo_grade["grade"].checks for c in check.components.values()]
+    failures = [f for gate in demo_grade["grade"].preservation.values() for f in gate.failures]
+    assert components and all(c.unit for c in components)
+    assert all(c.unit for f in failures for c in f.components.values())
+
+
+def test_a_mass_is_shown_in_kilograms_with_its_ratio(tmp_path):
+    case = ROOT / "fixtures" / "cases" / "gripper_hull_and_mass"
+    r = grade_warm(case, case / "input", tmp_path / "out")
+    assert r.exit_code == 0, r.stdout[-2000:]
+    text = "\n".join(explain_lines(_written_grade(tmp_path / "out")))
+    line = next(line for line in text.splitlines() if line.strip().startswith("mass:"))
+    # A log-ratio of 6.9 means nothing to a reader: the two masses in kg and their ratio.
+    assert "kg against the reference's" in line and " kg (x1000;" in line and "tolerance 1%" in line, line
+
+
+def test_a_grade_written_before_results_were_typed_still_reads(demo_grade, tmp_path):
+    """Older grades: gate failures as sentences, no units, no fault kind. They parse, and explain reads them."""
+    old = demo_grade["grade"].to_json()
+    for check in old["checks"]:
+        check.pop("fault_kind")
+        for component in check["components"].values():
+            component.pop("unit"), component.pop("value_unit")
+    for kind in ("validity", "preservation"):
+        for gate in old[kind].values():
+            gate["failures"] = [f["reason"] for f in gate["failures"]]
+    old["preservation"]["joint_count"]["failures"] = ["an old sentence"]
+    path = tmp_path / "grade.json"
+    path.write_text(json.dumps(old))
+    grade = grade_file.read(path.read_text())
+    assert grade.preservation["joint_count"].failures[0].reason == "an old sentence"
+    r = subprocess.run([sys.executable, "-m", "usd_repair_verifier.commands.cli", "explain", str(path)], cwd=ROOT,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "f2-joint.range on /ant/Geometry/torso/front_right_leg/aux_2/Body/ankle_2: fault f2 (kind not recorded)" in r.stdout
+    assert "travel.lower: 68.7783 > 0.5" in r.stdout   # no unit recorded: none invented

@@ -1,7 +1,11 @@
 """The outcome rules of the README's "The command" and "Reward" sections, on synthetic test records."""
+from pathlib import Path
+
 import pytest
 
-from usd_repair_verifier.scoring.reward import Expected, Status, TestRecord, decide
+from usd_repair_verifier.profiles.result_record import CheckResult, GateResult
+from usd_repair_verifier.scoring.reward import Expected, Status, TestRecord, TestResults
+from usd_repair_verifier.scoring.reward import decide as decide_results
 
 EXPECTED = Expected({
     "check": ("f1-a", "f2-b"),
@@ -12,10 +16,15 @@ EXPECTED = Expected({
 
 
 def rec(kind, id_, passed, progress=None, outcome=None):
-    result = {"passed": passed, "reason": "r"}
     if kind == "check":
-        result["progress"] = progress
+        result = CheckResult(check=id_, family="joint", measure="frame", target="/j", passed=passed, progress=progress)
+    else:
+        result = GateResult.of(id_, passed, "r")
     return TestRecord(f"node::{id_}", outcome or ("passed" if passed else "failed"), kind, id_, result)
+
+
+def decide(records, expected, case_error=None):
+    return decide_results(TestResults.of(records), expected, case_error)
 
 
 def full(checks=((True, 1.0), (True, 1.0)), valid=True, preserved=True, objective=True):
@@ -101,12 +110,12 @@ def test_the_reward_rule_in_one_function(status, objective, expected):
                                      full(((False, 0.2), (False, 0.6))), full(valid=False), full(preserved=False)])
 def test_explain_states_the_reward_decide_gave(records):
     """explain's arithmetic derives its figures from the same rule: the reward it names is decide's."""
-    from usd_repair_verifier.scoring.report import arithmetic
+    from usd_repair_verifier.scoring import grade_file
+    from usd_repair_verifier.scoring.readable import arithmetic
 
     d = decide(records, EXPECTED)
-    line = arithmetic({"status": d.status.value, "targeted_repair_fraction": d.targeted_repair_fraction,
-                       "targeted_semantic_score": d.targeted_semantic_score,
-                       "objective_success": d.objective_success})
+    grade = grade_file.build(d, TestResults.of(records), grade_file.GradeInputs(None, Path("/nowhere")), 1.0)
+    line = arithmetic(grade)
     raw = 0.5 * d.targeted_repair_fraction + 0.5 * d.targeted_semantic_score
     assert f"= {raw:.4f}" in line
     if d.authored_usd == 0.0:

@@ -13,14 +13,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics, Vt
 
 from usd_repair_verifier.checks.measurement import Comparison
-from usd_repair_verifier.checks.registry import every_measurement, measure
-from usd_repair_verifier.gates import objective, preservation
-from usd_repair_verifier.stage_snapshot import authoring, typed_read
+from usd_repair_verifier.checks.registry import Measurements, every_measurement
+from usd_repair_verifier.gates.names import OBJECTIVE_GATES, PRESERVATION_GATES, evaluator
+from usd_repair_verifier.stage_snapshot import authoring_problems as authoring, typed_read
 from usd_repair_verifier.stage_snapshot.correspondence import correspond
 from usd_repair_verifier.stage_snapshot.read import snapshot
 from usd_repair_verifier.profiles.vocabulary import DEFAULT_CORRESPONDENCE, DEFAULT_TOLERANCES
@@ -155,10 +155,10 @@ def grade_in_memory(reference, candidate_stage) -> list:
     candidate = snapshot(candidate_stage, "", SAMPLING)
     match = correspond(reference, candidate, DEFAULT_CORRESPONDENCE["max_body_cost"],
                        DEFAULT_CORRESPONDENCE["max_joint_cost"])
-    cmp = Comparison(reference, candidate, match, dict(DEFAULT_TOLERANCES))
-    results = [measure(cmp, *key) for key in every_measurement(reference)]
-    gates = [gate(cmp, _NoFaults()) for gate in preservation.GATES.values()]
-    gates += [gate(cmp) for gate in objective.GATES.values()]
+    measurements = Measurements(Comparison(reference, candidate, match, dict(DEFAULT_TOLERANCES)))
+    results = [measurements.check(*key) for key in every_measurement(reference)]
+    gates = [evaluator("preservation", gate)(measurements, _NoFaults()) for gate in PRESERVATION_GATES]
+    gates += [evaluator("objective", gate)(measurements, _NoFaults()) for gate in OBJECTIVE_GATES]
     return results + gates
 
 
@@ -183,6 +183,9 @@ def test_the_healthy_asset_has_no_authoring_problem_and_grades_clean(reference):
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(site=st.sampled_from(SITES), typed=TYPED_VALUES)
+# A point at infinity gives the body an infinite extent, whose ratio to a finite one once raised
+# in the correspondence's cost (found by this test, kept as a fixed example).
+@example(site=(MESH, "points"), typed=(Sdf.ValueTypeNames.Point3fArray, Vt.Vec3fArray([(0.0, 0.0, math.inf)])))
 def test_any_value_on_any_read_attribute_never_raises_and_is_graded(reference, site, typed):
     prim, name = site
     type_name, raw = typed
@@ -203,7 +206,7 @@ def test_any_value_on_any_read_attribute_never_raises_and_is_graded(reference, s
     results = grade_in_memory(reference, stage)
     if name in problems and prim == SCENE:   # no check reads gravity: the scene gate names it
         scene_gate = next(r for r in results if getattr(r, "gate", None) == "physics_scene")
-        assert scene_gate.passed is False and any(name in f for f in scene_gate.failures), scene_gate
+        assert scene_gate.passed is False and any(name in f.reason for f in scene_gate.failures), scene_gate
     elif name in problems:
         flagged = [r for r in results if hasattr(r, "components") and "authoring" in r.components]
         assert flagged and all(r.passed is False for r in flagged), [r.check for r in results]
@@ -359,7 +362,7 @@ def test_hostile_values_through_a_grading_session_are_scores(tmp_path_factory, s
     assert session.candidate_readable, session.stage_rule
     for spec in case.profile.checks:
         session.measure_check(spec)
-    for gate in preservation.GATES:
+    for gate in PRESERVATION_GATES:
         session.preservation_gate(gate)
-    for gate in objective.GATES:
+    for gate in OBJECTIVE_GATES:
         session.objective_gate(gate)

@@ -64,14 +64,14 @@ def test_local_work_runs_everything_itself():
 def _build_shared(folder: str, queue) -> None:
     case = load_case(CASE)
     session = GradingSession(case, SUBMISSION, SharedWork(folder))
-    results = {spec.id: session.measure_check(spec).to_json() for spec in case.profile.checks}
-    queue.put((results, session.objective_gate("all_bodies").passed, len(session.comparison.memo)))
+    results = {spec.id: session.measure_check(spec).model_dump() for spec in case.profile.checks}
+    queue.put((results, session.objective_gate("all_bodies").passed, len(session.measurements.results)))
 
 
 def test_two_processes_sharing_a_folder_measure_what_one_process_measures(tmp_path):
     case = load_case(CASE)
     alone = GradingSession(case, SUBMISSION)
-    expected = {spec.id: alone.measure_check(spec).to_json() for spec in case.profile.checks}
+    expected = {spec.id: alone.measure_check(spec).model_dump() for spec in case.profile.checks}
     expected_gate = alone.objective_gate("all_bodies").passed
 
     context = multiprocessing.get_context("spawn")

@@ -20,6 +20,7 @@ from usd_repair_verifier.scoring.outputs import prepare_separate_output, write_j
 
 from . import judge as judges
 from . import render, rubric as rubrics
+from .record import VisualRecord
 
 VISUAL_FILE = "visual.json"
 RENDER_DIR = "renders"
@@ -110,7 +111,9 @@ class _Run:
     def finish(self, status: str, reason: str | None, score=None) -> dict:
         self.record.update(status=status, reason=reason, score=score)
         self.record["timings"]["total_s"] = round(time.monotonic() - self.started, 3)
-        write_json(self.out / VISUAL_FILE, self.record)
+        # The file is written from its model (visual/record.py, which the published schema is
+        # generated from): a record the model does not describe is a verifier fault, never written.
+        write_json(self.out / VISUAL_FILE, VisualRecord.model_validate(self.record).model_dump(exclude_unset=True))
         return self.record
 
 

@@ -1,8 +1,8 @@
 """visual.json as a pydantic model: what every field holds (docs/visual-json.md,
 docs/schemas/visual.schema.json).
 
-visual/grade.py builds the record as a plain dict; this model is the file's description, and the
-tests validate every visual.json they produce against it.
+visual/grade.py gathers the record as it goes and writes the file from this model (validated, then
+dumped with exactly the fields it set); the published schema is generated from the same model.
 """
 from __future__ import annotations
 

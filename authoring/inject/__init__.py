@@ -8,25 +8,26 @@ offset, which other body) come from a seeded generator, so the same seed gives
 the same bytes.
 
 One module per fault family (joint, body, geometry, collision, mass, material,
-composition) holds its injectors and their table; `edits` holds the editing
-primitives they share. An injector is `f(stage, target, rng, dirty) -> note`: it
-edits the open stage's layers, adds every layer it touched to `dirty`, and raises
-InjectionError when the target cannot take the fault. This module assembles the
-tables into INJECTORS and runs them (`inject`).
+composition) holds its injectors; `edits` holds the editing primitives they share. An
+injector is `f(stage, target, rng, dirty) -> note`: it edits the open stage's layers, adds
+every layer it touched to `dirty`, and raises InjectionError when the target cannot take the
+fault. Each fault kind names its injector in the family table (profiles/families.py), beside
+the kind itself; this module resolves them into INJECTORS and runs them (`inject`).
 """
 from __future__ import annotations
 
+import importlib
 import random
 import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from pxr import Usd
 
 from usd_repair_verifier.profiles.vocabulary import FAULT_KINDS
 
-from usd_repair_verifier.authoring.inject import body, collision, composition, geometry, joint, mass, material
 from usd_repair_verifier.authoring.inject.edits import (
     InjectionError, remove_prim, root_layer_of, set_api_schemas, set_attribute, set_targets,
 )
@@ -34,8 +35,13 @@ from usd_repair_verifier.authoring.inject.edits import (
 __all__ = ["INJECTORS", "Injected", "InjectionError", "inject", "remove_prim", "root_layer_of",
            "set_api_schemas", "set_attribute", "set_targets"]
 
-INJECTORS = {**joint.INJECTORS, **body.INJECTORS, **geometry.INJECTORS, **collision.INJECTORS,
-             **mass.INJECTORS, **material.INJECTORS, **composition.INJECTORS}
+def _injector(kind: str) -> Callable:
+    """The function the family table names for a fault kind (`module:function`)."""
+    module, _, function = FAULT_KINDS[kind].injector.partition(":")
+    return getattr(importlib.import_module(module), function)
+
+
+INJECTORS: dict[str, Callable] = {kind: _injector(kind) for kind in FAULT_KINDS}
 
 
 @dataclass(frozen=True)

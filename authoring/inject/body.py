@@ -178,9 +178,3 @@ def _retarget(layer: Sdf.Layer, old: Sdf.Path, new: Sdf.Path) -> None:
                 spec.connectionPathList.explicitItems = [t.ReplacePrefix(old, new) if t.HasPrefix(old) else t for t in items]
     layer.Traverse(Sdf.Path.absoluteRootPath, fix)
 
-
-INJECTORS = {
-    "articulation_root": articulation_root,
-    "body_state": body_state,
-    "body_hierarchy": body_hierarchy,
-}

@@ -57,10 +57,3 @@ def collision_over_approximated(stage, target, rng, dirty) -> str:
     set_attribute(prim, "physics:approximation", choice, Sdf.ValueTypeNames.Token, dirty)
     return f"{prim.GetPath()} approximation {current or 'none'} -> {choice}"
 
-
-INJECTORS = {
-    "collision_removed": collision_removed,
-    "collision_disabled": collision_disabled,
-    "collider_shrunk": collider_shrunk,
-    "collision_over_approximated": collision_over_approximated,
-}

@@ -119,5 +119,3 @@ def broken_asset_path(stage, target, rng, dirty) -> str:
     return (f"{arc[0]} @{arc[4]}@{where} in {rel} -> @{missing}@ "
             f"({loss[0]} physics prim(s), {loss[1]} gprim(s), {loss[2]} prim(s) lost)")
 
-
-INJECTORS = {"broken_asset_path": broken_asset_path}

@@ -12,9 +12,8 @@ from pathlib import Path
 
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
 
-
-class InjectionError(Exception):
-    """The fault cannot be injected on this target (wrong kind of prim, nothing to break)."""
+# Re-exported for the injectors here: defined with the family table, which names every injector.
+from usd_repair_verifier.profiles.families import InjectionError  # noqa: F401
 
 
 def root_layer_of(package: Path) -> Path:

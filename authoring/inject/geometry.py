@@ -62,8 +62,3 @@ def component_reshaped(stage, target, rng, dirty) -> str:
     scale_prim(prim, tuple(factors), dirty)
     return f"scaled by {factors}"
 
-
-INJECTORS = {
-    "component_moved": component_moved,
-    "component_reshaped": component_reshaped,
-}

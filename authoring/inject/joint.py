@@ -143,15 +143,3 @@ def redundant_constraint(stage, target, rng, dirty) -> str:
             set_targets(copied, rel_name, list(rel.GetTargets()), dirty)
     return f"duplicate joint {name} added"
 
-
-INJECTORS = {
-    "joint_frame": joint_frame,
-    "joint_limit_units": joint_limit_units,
-    "joint_limits": joint_limits,
-    "joint_graph": joint_graph,
-    "joint_type": joint_type,
-    "joint_state": joint_state,
-    "joint_drive": joint_drive,
-    "joint_missing": joint_missing,
-    "redundant_constraint": redundant_constraint,
-}

@@ -180,10 +180,3 @@ def center_of_mass_moved(stage, target, rng, dirty) -> str:
         raise InjectionError(f"the authored centre of mass of {target} did not take effect")
     return f"centre of mass moved by {moved:.4g} stage units (20% of the body's size {size:.4g})"
 
-
-INJECTORS = {
-    "mass_unit_factor": mass_unit_factor,
-    "density_misplaced": density_misplaced,
-    "inertia_invalid": inertia_invalid,
-    "center_of_mass_moved": center_of_mass_moved,
-}

@@ -225,9 +225,3 @@ def physics_material(stage, target, rng, dirty) -> str:
             raise InjectionError(f"{c.GetPath()}: the physics binding did not take effect")
     return "; ".join(notes)
 
-
-INJECTORS = {
-    "visual_material": visual_material,
-    "display_appearance": display_appearance,
-    "physics_material": physics_material,
-}

@@ -146,7 +146,7 @@ Where things are
 ``rules.py``            the rule names and file types (pxr-free; gates/names.py reads it)
 ``gate.py``             the orchestration: check_submission, timed_validity, each rule's reason
 ``walk.py``             local_package, single_root_layer, the file walk (no file opened)
-``report.py``           RuleResult, ValidityReport
+``rule_results.py``     RuleResult, ValidityReport
 ``limits.py``           ResourceLimits, default_worker_memory, the worker's caps
 ``runner.py``           starting the worker, waiting for it, reading its result or its crash
 ``protocol.py``         the worker's config and result (WorkerConfig, WorkerResult)
@@ -174,8 +174,8 @@ _EXPORTS = {
     "USD_EXTENSIONS": "rules",
     "ResourceLimits": "limits",
     "default_worker_memory": "limits",
-    "RuleResult": "report",
-    "ValidityReport": "report",
+    "RuleResult": "rule_results",
+    "ValidityReport": "rule_results",
     "check_submission": "gate",
     "timed_validity": "gate",
 }
@@ -196,7 +196,7 @@ __all__ = [
 if TYPE_CHECKING:
     from .gate import check_submission, timed_validity
     from .limits import ResourceLimits, default_worker_memory
-    from .report import RuleResult, ValidityReport
+    from .rule_results import RuleResult, ValidityReport
     from .rules import RULES, USD_EXTENSIONS
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from .limits import DEFAULT_WORKER_TIMEOUT_S, ResourceLimits, default_worker_memory
 from .protocol import WorkerResult
-from .report import RuleResult, ValidityReport, not_checked
+from .rule_results import RuleResult, ValidityReport, not_checked
 from .rules import RULES
 from .runner import run_worker
 from .text import cap, clean, counted, human_bytes, show, summarise

@@ -7,13 +7,33 @@ the memory-capped worker. Only scalar enum/bool/token fields are skipped (_SKIP_
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Protocol
 
+from .limits import ResourceLimits
 from .paths import Location
+from .resolve import Resolver
 from .text import clean
 
-if TYPE_CHECKING:
-    from .worker import Worker
+
+class ScanHost(Protocol):
+    """What a layer scan reads and records on the worker that runs it (worker.py's Worker):
+    declared here so that the scan does not import the worker that imports it."""
+
+    Sdf: Any
+    limits: ResourceLimits
+    resolver: Resolver
+    prims: int
+    points: int
+    sublayer_edges: dict[str, list[str]]
+    dep_errors: list[str]
+    parse_errors: list[str]
+
+    def show(self, loc_or_path: Any) -> str: ...
+
+    def usd_message(self, exc: BaseException) -> str: ...
+
+    def check_dep(self, anchor: Location, authored: str, kind: str, where: str,
+                  is_layer: bool) -> Location | None: ...
 
 
 class BudgetExceeded(Exception):
@@ -36,7 +56,7 @@ FoundAsset = tuple[Any, bool]
 class LayerScan:
     """One opened layer: queues the layers it depends on, records every offence on the worker."""
 
-    def __init__(self, worker: "Worker", loc: Location, layer, anchor: Location, queue: list[Location]):
+    def __init__(self, worker: ScanHost, loc: Location, layer, anchor: Location, queue: list[Location]):
         self.worker = worker
         self.Sdf = worker.Sdf
         self.loc = loc          # the layer's location

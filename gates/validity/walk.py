@@ -9,7 +9,7 @@ from typing import Any
 
 from .limits import ResourceLimits
 from .paths import SCHEME_RE
-from .report import RuleResult
+from .rule_results import RuleResult
 from .rules import TEXT_LAYER_EXTENSIONS, USD_EXTENSIONS, has_usd_ext
 from .text import MAX_DETAILS, cap, clean, human_bytes, inside, show
 

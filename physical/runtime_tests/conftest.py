@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from usd_repair_verifier.physical import engine
-from usd_repair_verifier.physical.results import PropertyResult, null
+from usd_repair_verifier.physical.property_results import PropertyResult, null
 from usd_repair_verifier.physical.settings import SETTINGS, THRESHOLDS
 
 CONFIG_ENV = "USDGRADE_PHYSICAL_CONFIG"
@@ -103,7 +103,7 @@ def record_nulls(test: str, names, reason: str) -> None:
 def run_both(test: str, probe, pair_: Pair):
     """probe(loaded, joint_map) on the reference (map None) then the candidate (the correspondence);
     an engine failure while stepping nulls the test's properties with the reason."""
-    from usd_repair_verifier.physical.results import PROPERTIES
+    from usd_repair_verifier.physical.property_results import PROPERTIES
 
     try:
         ref = probe(pair_.reference, None)

@@ -2,7 +2,7 @@
 import numpy as np
 
 from usd_repair_verifier.physical import compare, probes
-from usd_repair_verifier.physical.results import PROPERTIES
+from usd_repair_verifier.physical.property_results import PROPERTIES
 from usd_repair_verifier.physical.settings import SETTINGS, THRESHOLDS
 
 from .conftest import record, record_nulls, run_both

@@ -1,6 +1,6 @@
 """(4) Joint travel: every limited joint pushed both ways; the travel reached against the reference's."""
 from usd_repair_verifier.physical import compare, probes
-from usd_repair_verifier.physical.results import PROPERTIES
+from usd_repair_verifier.physical.property_results import PROPERTIES
 from usd_repair_verifier.physical.settings import SETTINGS, THRESHOLDS
 
 from .conftest import record, record_nulls, run_both

@@ -1,6 +1,6 @@
 """(1) Load and cook: the engine accepts the asset and builds every collider; counts and masses."""
 from usd_repair_verifier.physical import compare, probes
-from usd_repair_verifier.physical.results import PROPERTIES, PropertyResult, null
+from usd_repair_verifier.physical.property_results import PROPERTIES, PropertyResult, null
 from usd_repair_verifier.physical.settings import THRESHOLDS
 
 from .conftest import record, record_nulls

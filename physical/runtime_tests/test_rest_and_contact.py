@@ -1,6 +1,6 @@
 """(2) Rest and contact: dropped on the ground, no actuation, 1 s: finite, settles, where bodies end."""
 from usd_repair_verifier.physical import compare, probes
-from usd_repair_verifier.physical.results import PROPERTIES
+from usd_repair_verifier.physical.property_results import PROPERTIES
 from usd_repair_verifier.physical.settings import SETTINGS, THRESHOLDS
 
 from .conftest import record, record_nulls, run_both

@@ -1,0 +1,156 @@
+"""Finding a broken input's faults by comparing it with its reference (freeze without --faults,
+and the collateral of an inject manifest).
+
+Every measure of every family runs on every reference target. A failing check that the family
+table declares a knock-on of another failing check (a body's collision moved with its visible
+part, a deleted joint's frame and range) is that fault's consequence, not a fault of its own.
+Each target's remaining failing measures become fault kinds, the kind that explains most of them
+(its checks and their knock-ons) first. A kind is named only where its injector accepts the
+target (what `usdgrade inject --targets` lists), and among kinds that explain as much, one whose
+injector reproduces the input's difference exactly (injected into a copy of the reference and
+measured like the input), else the family's general kind, the first in table order: an edited
+limit (110 -> 95) is `joint_limits`, not `joint_limit_units`, whose injector would have turned both
+limits into radians.
+"""
+from __future__ import annotations
+
+import math
+import shutil
+import tempfile
+from pathlib import Path
+
+from usd_repair_verifier.checks.measurement import Comparison
+from usd_repair_verifier.checks.registry import FAMILIES, Measurements
+from usd_repair_verifier.gates.exemptions import knock_on_keys
+from usd_repair_verifier.profiles.families import FaultKind
+from usd_repair_verifier.profiles.result_record import CheckResult
+from usd_repair_verifier.profiles.schema import Fault
+from usd_repair_verifier.profiles.vocabulary import DEFAULT_CORRESPONDENCE, DEFAULT_SAMPLING, DEFAULT_TOLERANCES, FAULT_KINDS
+from usd_repair_verifier.stage_snapshot.correspondence import correspond
+from usd_repair_verifier.stage_snapshot.read import read_snapshot
+
+from usd_repair_verifier.authoring.inject import InjectionError, inject, root_layer_of
+from usd_repair_verifier.authoring.inject_targets import try_inject
+
+Key = tuple[str, str, str]
+
+
+def _target_kind(reference, target: str) -> str | None:
+    if target == "*":
+        return "asset"
+    for kind, table in (("joint", reference.joints), ("body", reference.bodies), ("component", reference.components)):
+        if target in table:
+            return kind
+    return None
+
+
+def _measurements(reference_snapshot, package: Path, tolerances: dict) -> Measurements:
+    candidate = read_snapshot(root_layer_of(package), DEFAULT_SAMPLING)
+    match = correspond(reference_snapshot, candidate, DEFAULT_CORRESPONDENCE["max_body_cost"],
+                       DEFAULT_CORRESPONDENCE["max_joint_cost"])
+    return Measurements(Comparison(reference_snapshot, candidate, match, tolerances))
+
+
+def _failing(measurements: Measurements) -> set[Key]:
+    """Every (family, measure, target) whose measure fails (its own components, not authoring)."""
+    found = set()
+    for family, module in sorted(FAMILIES.items()):
+        for measure in module.MEASURES:
+            view = measurements.view(family, measure)
+            for target in module.targets(measurements.comparison.reference, measure):
+                result = module.MEASURES[measure](view, target)
+                if isinstance(result, dict) and any(not (c.error <= c.tolerance) for c in result.values()):
+                    found.add((family, measure, target))
+    return found
+
+
+def _close(a, b, tolerance: float) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return math.isclose(a, b, rel_tol=1e-6, abs_tol=max(tolerance, 1e-9))
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return all(_close(x, y, tolerance) for x, y in zip(a, b))
+    return a == b
+
+
+def reproduces(found: list[CheckResult], made: list[CheckResult]) -> bool:
+    """An injected copy shows the input's difference: the same components fail, with the same
+    candidate values."""
+    for a, b in zip(found, made):
+        if set(a.components) != set(b.components):
+            return False
+        for name, c in a.components.items():
+            d = b.components[name]
+            if c.passed != d.passed or not (c.passed or _close(c.candidate, d.candidate, c.tolerance)):
+                return False
+    return True
+
+
+class Detector:
+    def __init__(self, reference: Path, input_: Path, tolerances: dict | None = None):
+        self.reference, self.tolerances = Path(reference), {**DEFAULT_TOLERANCES, **(tolerances or {})}
+        self.snapshot = read_snapshot(root_layer_of(self.reference), DEFAULT_SAMPLING)
+        self.input = _measurements(self.snapshot, Path(input_), self.tolerances)
+        self._scratch = Path(tempfile.mkdtemp(prefix="usdgrade-detect-"))
+
+    def close(self) -> None:
+        shutil.rmtree(self._scratch, ignore_errors=True)
+
+    def applies(self, kind: FaultKind, target: str) -> bool:
+        """The kind's injector accepts the target (as `inject --targets` would list it)."""
+        return try_inject(root_layer_of(self.reference), kind.name, target) is None
+
+    def reproduces(self, kind: FaultKind, target: str) -> bool:
+        """The kind's injector, on the reference, makes the input's difference."""
+        out = self._scratch / kind.name
+        try:
+            inject(self.reference, out, [(kind.name, target)], seed=0)
+        except InjectionError:
+            return False
+        made = _measurements(self.snapshot, out, self.tolerances)
+        checks = [(family, measure, target) for family, measure in kind.checks]
+        return reproduces([self.input.check(*key) for key in checks], [made.check(*key) for key in checks])
+
+    def reach(self, kind: FaultKind, target: str) -> set[tuple[str, str]]:
+        """The measures on the target a fault of this kind fails: its checks and their knock-ons."""
+        keys = [(family, measure, target) for family, measure in kind.checks]
+        return set(kind.checks) | {(f, m) for f, m, t in knock_on_keys(self.input.comparison, *keys) if t == target}
+
+    def choose(self, candidates: list[FaultKind], target: str, measures: set[tuple[str, str]]) -> FaultKind:
+        """The kind that explains most of the target's failing measures; among equals, one whose
+        injector reproduces the difference exactly; else the first in table order (the general
+        kind of a family comes before its special cases)."""
+        widest = max(len(self.reach(k, target) & measures) for k in candidates)
+        tied = [k for k in candidates if len(self.reach(k, target) & measures) == widest]
+        if len(tied) > 1:
+            tied = [k for k in tied if self.reproduces(k, target)] or tied
+        return tied[0]
+
+
+def detect_faults(reference: Path, input_: Path, tolerances: dict | None = None) -> list[Fault]:
+    """Find what differs between reference and input, as faults of the vocabulary (see above)."""
+    detector = Detector(reference, input_, tolerances)
+    try:
+        return _faults(detector)
+    finally:
+        detector.close()
+
+
+def _faults(detector: Detector) -> list[Fault]:
+    cmp = detector.input.comparison
+    failing = _failing(detector.input)
+    # A failure another target's failure brings with it is that fault's consequence.
+    consequences = {k for key in failing for k in knock_on_keys(cmp, key) if k[2] != key[2]}
+    faults: list[Fault] = []
+    for target in sorted({t for _, _, t in failing}):
+        measures = {(f, m) for f, m, t in failing if t == target and (f, m, t) not in consequences}
+        kind_of_target = _target_kind(cmp.reference, target)
+        while measures:
+            candidates = [k for k in FAULT_KINDS.values() if k.target == kind_of_target
+                          and set(k.checks) <= measures and detector.applies(k, target)]
+            if not candidates:
+                break
+            best = detector.choose(candidates, target, measures)
+            faults.append(Fault(id=f"f{len(faults) + 1}", kind=best.name, target=target,
+                                note="found by comparison: " + ", ".join(f"{f}.{m}" for f, m in sorted(best.checks))))
+            measures -= detector.reach(best, target)
+    return faults

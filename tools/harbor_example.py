@@ -1,0 +1,92 @@
+"""examples/harbor-task: the Harbor task `usdgrade task` writes for fixtures/cases/cabinet_drawer_door.
+
+The repository keeps what is the example's own (task.toml, the instruction, environment/, solution/,
+tests/ with test.sh, the Dockerfile, the pins and the case) and a lock of the verifier it was built
+with (verifier.lock.json: the verifier's and the scoring's versions, and the files the copy holds);
+tests/verifier/ itself, a copy of this checkout's grading code, is not committed (.gitignore) but
+written here. The lock changes with a version or with the set of the verifier's files, not with
+every edit of its code.
+
+    python tools/harbor_example.py            # write the complete example (its verifier too) and its lock
+    python tools/harbor_example.py --check    # exit 1, saying what differs, unless the committed example
+                                              # and lock are what this checkout writes
+
+tests/test_harbor_example.py runs the check; .ci/run runs it, then writes the complete example.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "harbor-task"
+CASE = ROOT / "fixtures" / "cases" / "cabinet_drawer_door"
+LOCK = "verifier.lock.json"
+VERIFIER = Path("tests") / "verifier"
+
+
+def lock_of(task: Path) -> dict:
+    """What identifies the verifier a written task carries: its versions and its files."""
+    from usd_repair_verifier.profiles.schema import SCORING_VERSION
+    from usd_repair_verifier.scoring import VERIFIER_VERSION
+
+    files = sorted(p.relative_to(task / VERIFIER).as_posix() for p in (task / VERIFIER).rglob("*") if p.is_file())
+    return {"case": CASE.relative_to(ROOT).as_posix(), "verifier_version": VERIFIER_VERSION,
+            "scoring_version": SCORING_VERSION, "verifier": {"folder": VERIFIER.as_posix(), "files": files},
+            "regenerate": "python tools/harbor_example.py"}
+
+
+def _text(lock: dict) -> str:
+    return json.dumps(lock, indent=2, sort_keys=True) + "\n"
+
+
+def _own_files(task: Path) -> dict[str, bytes]:
+    """The example's own files: everything but the verifier copy and the lock."""
+    return {p.relative_to(task).as_posix(): p.read_bytes() for p in sorted(task.rglob("*"))
+            if p.is_file() and not p.relative_to(task).is_relative_to(VERIFIER) and p.name != LOCK
+            and "__pycache__" not in p.parts}
+
+
+def write(out: Path = EXAMPLE) -> Path:
+    from usd_repair_verifier.authoring.task import write_task
+
+    write_task(CASE, out)
+    (out / LOCK).write_text(_text(lock_of(out)), encoding="utf-8")
+    return out
+
+
+def differences(example: Path = EXAMPLE) -> list[str]:
+    """What differs between the committed example (its own files and its lock) and what this
+    checkout writes."""
+    from usd_repair_verifier.authoring.task import write_task
+
+    with tempfile.TemporaryDirectory(prefix="usdgrade-example-") as tmp:
+        written = write_task(CASE, Path(tmp) / "task")
+        want, have = _own_files(written), _own_files(example)
+        found = [f"{name}: {'missing' if name not in have else 'extra' if name not in want else 'differs'}"
+                 for name in sorted(set(want) | set(have)) if want.get(name) != have.get(name)]
+        lock = example / LOCK
+        if not lock.is_file() or lock.read_text(encoding="utf-8") != _text(lock_of(written)):
+            found.append(f"{LOCK}: not the lock of this checkout's verifier")
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="compare, write nothing")
+    args = parser.parse_args(argv)
+    if args.check:
+        found = differences()
+        for line in found:
+            print(f"examples/harbor-task/{line}: run python tools/harbor_example.py", file=sys.stderr)
+        return 1 if found else 0
+    print(f"wrote {write()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    raise SystemExit(main())
