@@ -38,8 +38,8 @@ def terminus_runs(stack: Stack, task: Path, jobs: Path, gateway: str) -> dict:
                            capture_output=True, text=True, timeout=300)
         runs["control"] = (r.returncode, r.stdout + r.stderr, target.hits)
         fetch = f"curl -sS -m 5 {target.url} -o /tmp/reference.usda; echo curl-exit-$?\n"
-        # The same fetch with its address assembled at run time, which no pattern can read: only
-        # the network policy stops it.
+        # The same fetch with its address assembled at run time: the rule can flag the call
+        # (urlopen) but read no address from it; the network policy is what stops it.
         host, port = target.server.server_address[:2]
         hidden = (f"python3 -c \"import urllib.request as u; p={host.split('.')!r}; "
                   f"u.urlopen('ht'+'tp:/'+'/'+'.'.join(p)+':{port}/x', timeout=5)\"; echo py-exit-$?\n")

@@ -94,12 +94,18 @@ def test_a_fetch_is_stopped_by_the_network_and_zeroed_by_the_rule(terminus_jobs)
     curl_steps = [s["step_id"] for s in trajectory["steps"]
                   if any("curl" in json.dumps(c.get("arguments")) for c in s.get("tool_calls") or [])]
     assert curl_steps and {v["step_id"] for v in violations} == set(curl_steps), violations
+    # Two calls, two violations: curl's address read from the keystrokes, and the Python fetch,
+    # whose address is assembled at run time, flagged as a network call with no address to read.
+    by_kind = {v["kind"]: v for v in violations}
+    assert len(violations) == 2 and set(by_kind) == {"url", "network_command"}, violations
+    assert by_kind["url"]["url"].endswith("/reference/ant.usda"), violations
+    assert by_kind["network_command"]["url"] is None and "urlopen" in by_kind["network_command"]["excerpt"], violations
     # The network policy stopped the fetch itself: the server, which a container without the
     # policy reaches (the control), never saw it, and curl failed.
     returncode, output, control_hits = terminus_jobs["control"]
     assert returncode == 0 and control_hits == 1, output
     assert terminus_jobs["target_hits"] == 0
-    # Both attempts failed: curl, and the address assembled at run time that no pattern reads.
+    # Both attempts failed: curl, and the Python fetch of an address no pattern can read.
     observed = json.dumps(trajectory)
     assert "curl-exit-0" not in observed and "curl-exit-" in observed
     assert "py-exit-0" not in observed and "py-exit-" in observed
