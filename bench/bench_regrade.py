@@ -138,9 +138,8 @@ def run_on_standing_cluster(job: Path, out: Path, jobs: int, label: str, nodes: 
             cluster.start_head(cpus=jobs)
         else:
             cluster.start_head(cpus=0)
-            for n in range(nodes):
-                cluster.join(f"n{n}", cpus=1)
-            cluster.wait(*(f"n{n}" for n in range(nodes)))
+            for n in range(nodes):   # one after another: nodes starting at once on 2 cores can starve the head
+                cluster.add_node(f"n{n}", cpus=1)
         return run_engine("ray", job, out, jobs, label=label, extra=("--ray-address", cluster.address),
                           env=cluster.driver_env())
 

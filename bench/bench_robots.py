@@ -2,6 +2,7 @@
 
     python bench/bench_robots.py            # every robot; writes bench/results/robots-<date>.md
     python bench/bench_robots.py --quick    # costs only (no matrix, no freeze): robots-<date>-quick.md
+    python bench/bench_robots.py --physical CASE   # also: its reference's physical grade, twice
 
 For every robot of fixtures/robots (its case in fixtures/robot_cases):
   grade    the operator's command, `python -m pytest checks --case CASE --submission REF --out OUT`
@@ -12,7 +13,10 @@ For every robot of fixtures/robots (its case in fixtures/robot_cases):
            grades), in a child, for the largest robot (every robot with --freeze-all)
   matrix   every mesh equivalent of tests/mesh_variants.py that applies to the robot graded in
            this process against the robot's case (must be 1.0), and every hostile collider change
-           (must be 0)
+           (must be 0), each built from the case's reference (the robot as converted)
+  physical with --physical CASE: `usdgrade physical` of the case's reference against itself, twice
+           in fresh processes: the wall time of each, the properties measured, and whether the two
+           physical.json records are the same apart from "timings" and "runtime_session"
 The load average is written beside the figures: these machines are shared, so the ratios between
 rows of one run mean more than the seconds.
 """
@@ -31,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from fixtures.build_robot_cases import CASES, ROBOT_CASES, ROBOTS  # noqa: E402
+from fixtures.build_robot_cases import CASES, REFERENCE_LAYERS, ROBOT_CASES  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
 EQUIVALENTS = ("reordered", "retriangulated", "split", "merged", "baked_scale", "deinstanced", "hull_mesh",
@@ -67,17 +71,40 @@ def freeze_cost(case: str, out: Path) -> float:
     return wall
 
 
+def physical_twice(case: str, work: Path) -> list[str]:
+    """Lines for the results file: the case's reference graded physically against itself twice."""
+    records, lines = [], []
+    for run in (1, 2):
+        out = work / f"physical_{run}"
+        wall, peak, proc = timed_child([str(Path(sys.executable).parent / "usdgrade"), "physical",
+                                        f"--case={CASES / case}", f"--submission={CASES / case / 'reference'}",
+                                        f"--out={out}"])
+        if proc.returncode != 0:
+            raise SystemExit(f"usdgrade physical on {case} exited {proc.returncode}: {proc.stderr[-800:]}")
+        record = json.loads((out / "physical.json").read_text())
+        counts = record.get("summary", {})
+        lines.append(f"| {case} | {run} | {wall:.1f} | {peak:.0f} | {record.get('status')} | {counts.get('passed')} | "
+                     f"{counts.get('failed')} | {counts.get('null')} |")
+        print(lines[-1], flush=True)
+        records.append({k: v for k, v in record.items() if k not in ("timings", "runtime_session")})
+    same = "the same" if records[0] == records[1] else "DIFFERENT"
+    return ["", f"Physical grade of `{case}`'s reference against itself, twice (fresh processes): the two "
+            f"records are {same} apart from timings and runtime_session.", "",
+            "| case | run | wall (s) | peak (MB) | status | passed | failed | null |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |"] + lines
+
+
 def matrix(robot: str, case: str, work: Path) -> dict:
     from tests import mesh_variants
     from tests.grade_in_process import grade
 
-    out = {}
+    out, source = {}, CASES / case / "reference"
     for name in EQUIVALENTS + HOSTILES:
         try:
-            candidate = (getattr(mesh_variants, name)(ROBOTS / robot, work / name) if name in EQUIVALENTS
-                         else mesh_variants.collider_changed(ROBOTS / robot, work / name, name))
-        except (LookupError, StopIteration, IndexError) as why:
-            out[name] = f"n/a ({type(why).__name__}: {str(why)[:60]})" if str(why) else "n/a"
+            candidate = (getattr(mesh_variants, name)(source, work / name) if name in EQUIVALENTS
+                         else mesh_variants.collider_changed(source, work / name, name))
+        except LookupError as why:   # the robot has nothing the variant changes ("SRC: what is missing")
+            out[name] = f"n/a ({str(why).split(': ', 1)[-1]})"
             continue
         decision = grade(CASES / case, candidate)
         out[name] = decision.authored_usd
@@ -88,10 +115,16 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--freeze-all", action="store_true")
+    parser.add_argument("--physical", metavar="CASE", choices=sorted(ROBOT_CASES))
     args = parser.parse_args(argv)
-    case_of = {robot: case for case, (robot, _) in ROBOT_CASES.items()}
-    robots = sorted(case_of, key=lambda r: -sum(p.stat().st_size for p in (ROBOTS / r).rglob("*") if p.is_file()))
-    lines = [f"# Real-robot fixtures: cost and equivalents, {datetime.date.today().isoformat()}", "",
+    args.started = datetime.date.today().isoformat()   # one file, even for a run past midnight
+    case_of: dict[str, str] = {}
+    for case, (robot, _) in ROBOT_CASES.items():
+        if case not in REFERENCE_LAYERS:   # the robot as converted
+            case_of.setdefault(robot, case)
+    robots = sorted(case_of, key=lambda r: -sum(p.stat().st_size for p in (CASES / case_of[r] / "reference").rglob("*")
+                                                 if p.is_file()))
+    lines = [f"# Real-robot fixtures: cost and equivalents, {args.started}", "",
              f"`python bench/bench_robots.py{' --quick' if args.quick else ''}`; load average at the start "
              f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores.", "",
              "| robot | grade (s) | peak (MB) | reference snapshot (s) | tests (s) | reward | freeze (s) |",
@@ -111,10 +144,12 @@ def main(argv: list[str]) -> int:
                 rows[robot] = matrix(robot, case_of[robot], Path(tmp) / f"m_{robot}")
                 print(robot, rows[robot], flush=True)
             write(args, lines, rows, robots)   # after every robot: a run cut short keeps what it measured
+        if args.physical:
+            write(args, lines, rows, robots, physical_twice(args.physical, Path(tmp)))
     return 0
 
 
-def write(args, lines: list[str], rows: dict, robots: list[str]) -> None:
+def write(args, lines: list[str], rows: dict, robots: list[str], after: list[str] = ()) -> None:
     lines = list(lines)
     if rows:
         names = EQUIVALENTS + HOSTILES
@@ -122,8 +157,9 @@ def write(args, lines: list[str], rows: dict, robots: list[str]) -> None:
                   "reference) 0; n/a where the robot has nothing the variant changes.", "",
                   "| robot | " + " | ".join(names) + " |", "|" + " --- |" * (len(names) + 1)]
         lines += [f"| {r} | " + " | ".join(str(rows[r][n]) for n in names) + " |" for r in robots if r in rows]
+    lines += list(after)
     RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / f"robots-{datetime.date.today().isoformat()}{'-quick' if args.quick else ''}.md"
+    path = RESULTS / f"robots-{args.started}{'-quick' if args.quick else ''}.md"
     path.write_text("\n".join(lines) + "\n")
     print(f"wrote {path.relative_to(ROOT)}")
 

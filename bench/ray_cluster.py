@@ -63,6 +63,9 @@ class Node:
     process: subprocess.Popen        # `unshare ... ray start --block`: the node's every process is below it
     log: Path
     hidden: tuple[Path, ...] = ()
+    argv: tuple[str, ...] = ()       # how it was started: a node that fails to start is started again once
+    env: dict | None = None
+    restarted: bool = False
 
     @property
     def resource(self) -> str:
@@ -129,7 +132,7 @@ class LocalCluster:
         with open(log, "wb") as out:
             process = subprocess.Popen(command, cwd=folder, env=self._env(env), stdin=subprocess.DEVNULL, stdout=out,
                                        stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent)
-        node = Node(name, folder, process, log, tuple(hide))
+        node = Node(name, folder, process, log, tuple(hide), tuple(argv), env)
         self.nodes[name] = node
         return node
 
@@ -141,20 +144,25 @@ class LocalCluster:
                                     "--disable-usage-stats", "--system-config", json.dumps(self.health_checks)],
                            env, ())
         address_file = self.temp_dir / "ray_current_cluster"
-        self._wait(node, lambda: address_file.is_file() and address_file.read_text().strip())
+        self._wait(node, lambda _: address_file.is_file() and address_file.read_text().strip())
         self.address = address_file.read_text().strip()
         return self
 
     def join(self, name: str, cpus: int = 1, env: dict | None = None, hide: tuple[Path, ...] = ()) -> Node:
         """A node starts joining the cluster; returns once its raylet holds its socket names (two
         raylets choosing at once would choose the same ones), before the cluster has it: `wait`."""
+        resources = json.dumps({f"usdgrade_node_{name}": 1})
+        return self._join([RAY, "start", "--address", self.address, "--block", "--num-cpus", str(cpus),
+                           "--resources", resources, "--disable-usage-stats"], name, env, tuple(hide))
+
+    def _join(self, argv: list[str], name: str, env: dict | None, hide: tuple[Path, ...],
+              restarted: bool = False) -> Node:
         sockets = self.temp_dir / "session_latest" / "sockets"
         taken = _plasma_sockets(sockets)
-        resources = json.dumps({f"usdgrade_node_{name}": 1})
-        node = self._spawn(name, [RAY, "start", "--address", self.address, "--block", "--num-cpus", str(cpus),
-                                  "--resources", resources, "--disable-usage-stats"], env, tuple(hide))
-        self._wait(node, lambda: _plasma_sockets(sockets) > taken or self._ready(node))
-        return node
+        node = self._spawn(name, argv, env, hide)
+        node.restarted = restarted
+        self._wait(node, lambda n: _plasma_sockets(sockets) > taken or self._ready(n), may_restart=True)
+        return self.nodes[name]
 
     @staticmethod
     def _ready(node: Node) -> bool:
@@ -163,8 +171,7 @@ class LocalCluster:
     def wait(self, *names: str) -> None:
         """Until the cluster has each of these nodes."""
         for name in names:
-            node = self.nodes[name]
-            self._wait(node, lambda: self._ready(node))
+            self._wait(self.nodes[name], self._ready, may_restart=True)
 
     def add_node(self, name: str, cpus: int = 1, env: dict | None = None, hide: tuple[Path, ...] = ()) -> Node:
         """A node that joins the cluster; returns once the cluster has it."""
@@ -172,11 +179,23 @@ class LocalCluster:
         self.wait(name)
         return node
 
-    def _wait(self, node: Node, ready) -> None:
+    def _wait(self, node: Node, ready, may_restart: bool = False) -> None:
+        """Until `ready(node)`. A joining node whose `ray start` gives up (Ray allows its raylet 30 s to
+        register with the head, which a 2-core machine busy with other nodes' start-up can exceed:
+        `The current node timed out during startup`) is started once more, as an operator would;
+        a second failure, or the head's, stops the cluster and raises."""
         deadline = time.monotonic() + START_TIMEOUT_S
-        while not ready():
+        while not ready(node):
             if not node.alive() or time.monotonic() > deadline:
                 tail = node.log.read_text(errors="replace")[-3000:]
+                if may_restart and not node.restarted and not node.alive() and node.name != "head":
+                    print(f"Ray node {node.name} did not start; starting it once more:\n{tail[-600:]}",
+                          file=sys.stderr)
+                    node.log.rename(node.log.with_suffix(".failed.log"))
+                    self.nodes.pop(node.name)
+                    self._join(list(node.argv), node.name, node.env, node.hidden, restarted=True)
+                    node = self.nodes[node.name]
+                    continue
                 self.stop()
                 raise RuntimeError(f"Ray node {node.name} did not start:\n{tail}")
             time.sleep(0.05)

@@ -8,7 +8,8 @@ rigid fit moves (centroid offset, rotation), shape what it cannot explain (mean 
 distance, area). The fit (stage_snapshot/surface_fit.py) is exact for the same triangles in any
 order, split or merged, for another triangulation of the same surface and for a part only
 moved, and a rotation that maps a symmetric part onto itself is no error: sampling and
-triangulation never read as a change of shape.
+triangulation never read as a change of shape. A pair the correspondence proved the same surface
+(each part's samples on the other's surface) is not fitted again: rotation 0, its measured distance.
 """
 from __future__ import annotations
 
@@ -36,7 +37,13 @@ def fit(cmp: Comparison, target: str) -> dict | None:
     key = ("fit", cmp.match.component_group(target))
     if key not in cmp.derived:
         ref, cand = _sides(cmp, target)
-        cmp.derived[key] = None if cand is None else (ref, cand, surface_fit.rigid_fit(ref, cand))
+        same = cmp.match.same_surface.get(target)
+        if cand is None:
+            cmp.derived[key] = None
+        elif same is not None:   # each lies wholly on the other at the identity: nothing to fit
+            cmp.derived[key] = (ref, cand, surface_fit.same_surface(ref, cand, same))
+        else:
+            cmp.derived[key] = (ref, cand, surface_fit.rigid_fit(ref, cand))
     return cmp.derived[key]
 
 

@@ -6,7 +6,9 @@ stage (usd_repair_verifier.stage_snapshot.mass: body mass over collider mass/den
 density over material density over the default), in SI units and world space.
 
 A property the reference does not establish (its mass comes from the default
-density alone) is `Unmeasured`, never a silent pass; a
+density alone; the inertia of a body with a mass but no collider and no authored
+inertia, which UsdPhysics makes up as a 0.1 m sphere's) is `Unmeasured`, never a
+silent pass; a
 candidate that has no matched body, or no mass properties, is at the cap.
 
 Scales: mass and principal moments as |log ratio| (tolerance log(1 + relative));
@@ -33,10 +35,10 @@ def _pair(cmp: Comparison, target: str, prop: str):
     if ref is None:
         return Unmeasured(f"the reference has no mass properties for {target}")
     if not ref.established.get(prop, False):
-        return Unmeasured(
-            f"the reference does not establish the {PROPERTIES[prop]} of {target} "
-            f"(its mass comes from the {ref.source})"
-        )
+        why = f"its mass comes from the {ref.source}"
+        if prop == "inertia" and ref.established.get("mass") and not ref.colliders:
+            why = "no collider and no authored inertia: UsdPhysics falls back to a 0.1 m sphere's"
+        return Unmeasured(f"the reference does not establish the {PROPERTIES[prop]} of {target} ({why})")
     cand_path = cmp.match.bodies.get(target)
     cand = cmp.candidate.mass.get(cand_path) if cand_path else None
     return ref, cand
@@ -78,11 +80,26 @@ def inertia(cmp: Comparison, target: str):
         return {"principal_inertia": Component(MAX_LOG_RATIO, tol, ref_moments, None, unit="log_ratio",
                                                value_unit="kg m^2")}
     cand_moments = sorted(cand.principal_inertia)
+    if not all(math.isfinite(m) and m > 0 for m in ref_moments):
+        # no log ratio of a zero or negative moment: the difference relative to the largest one
+        return {"principal_inertia": Component(_invalid_kept(ref_moments, cand_moments),
+                                               cmp.tolerances["inertia_relative"], ref_moments, cand_moments,
+                                               unit="1", value_unit="kg m^2")}
     # A zero, negative or non-finite moment is the cap (log_ratio), never a pass.
     err = max(log_ratio(a, b) for a, b in zip(ref_moments, cand_moments))
     if math.isnan(err):
         err = MAX_LOG_RATIO
     return {"principal_inertia": Component(err, tol, ref_moments, cand_moments, unit="log_ratio", value_unit="kg m^2")}
+
+
+def _invalid_kept(ref_moments: list, cand_moments: list) -> float:
+    """The error against a reference whose own inertia is invalid in itself (a converter's
+    dummy link authors a zero or negative moment): what the reference has is its own, so the
+    candidate keeps it, each moment within the tolerance relative to the largest one's size."""
+    scale = max(abs(m) for m in ref_moments)
+    if not (math.isfinite(scale) and scale > 0) or not all(math.isfinite(m) for m in cand_moments):
+        return MAX_LOG_RATIO
+    return min(MAX_LOG_RATIO, max(abs(a - b) for a, b in zip(ref_moments, cand_moments)) / scale)
 
 
 MEASURES = {"mass": mass, "center_of_mass": center_of_mass, "inertia": inertia}

@@ -30,9 +30,13 @@ def _related(cmp: Comparison, relation: str, target: str) -> list[str]:
     reference = cmp.reference
     if relation == "same":
         return [target]
-    if relation == "owner_body":
+    if relation in ("owner_body", "collider_owner_body"):
         component = reference.components.get(target)
-        return [component.body] if component is not None and component.body is not None else []
+        if component is None or component.body is None:
+            return []
+        if relation == "collider_owner_body" and target not in reference.colliders:
+            return []   # free space is the colliders' alone: a visible-only part leaves it alone
+        return [component.body]
     if relation == "attached_joints":
         return [path for path, joint in reference.joints.items() if target in (joint.body0, joint.body1)]
     raise ValueError(f"unknown relation {relation!r}")

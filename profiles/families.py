@@ -30,8 +30,9 @@ from dataclasses import dataclass, field
 # path, "asset" the whole asset ("*").
 TARGET_KINDS = ("joint", "body", "component", "asset")
 # How a knock-on exemption finds its elements from the fault's target: the target itself, the
-# body that owns a visible component, the joints attached to a body.
-RELATIONS = ("same", "owner_body", "attached_joints")
+# body that owns a visible component, that body only when the component is also one of its
+# colliders, the joints attached to a body.
+RELATIONS = ("same", "owner_body", "collider_owner_body", "attached_joints")
 # Which prims' authoring problems count against a check, beyond the element and the prims above
 # it: the prims a body owns, the transforms above a joint's bodies, or (instead of the element's
 # own) a part's or a body's colliders' bound materials.
@@ -173,16 +174,21 @@ FAMILIES: tuple[Family, ...] = (
     ),
     Family(
         "geometry", "geometry",
-        # A visible part moved or reshaped also moves or reshapes its body's collision and mass
-        # (when the part is also a collider, or its body's mass comes from its geometry).
+        # A visible part moved or reshaped also moves its body's collision coverage (the share of
+        # the visible surface inside the colliders), and its free space and mass when the part is
+        # also a collider (or its body's mass comes from its geometry). Free space is the
+        # colliders' alone: a healthy collider beside a targeted visible part keeps its own.
         (Measure("placement", "component", "all_bodies", None,
                  ("geometry_position_m", "geometry_angle_deg"), knock_on=(
-                     KnockOn("owner_body", "collision"), KnockOn("owner_body", "mass"),
-                     KnockOn("owner_body", "material", ("physics",)))),
+                     KnockOn("owner_body", "collision", ("coverage",)),
+                     KnockOn("collider_owner_body", "collision", ("free_space",)),
+                     KnockOn("owner_body", "mass"), KnockOn("owner_body", "material", ("physics",)))),
          # A part scaled about its origin also moves its centroid.
          Measure("shape", "component", "all_bodies", "retained_visible_components",
                  ("geometry_shape_m", "geometry_area_relative"), knock_on=(
-                     KnockOn("same", "geometry", ("placement",)), KnockOn("owner_body", "collision"),
+                     KnockOn("same", "geometry", ("placement",)),
+                     KnockOn("owner_body", "collision", ("coverage",)),
+                     KnockOn("collider_owner_body", "collision", ("free_space",)),
                      KnockOn("owner_body", "mass"), KnockOn("owner_body", "material", ("physics",))))),
         {"geometry_position_m": 1e-3, "geometry_angle_deg": 0.5, "geometry_shape_m": 1e-3,
          "geometry_area_relative": 0.01},

@@ -52,6 +52,9 @@ class Correspondence:
     # reference component -> (reference components, candidate components) compared as one surface:
     # one of each, unless the candidate split a part or merged several (part_groups.py)
     component_groups: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = field(default_factory=dict)
+    # reference component -> symmetric mean distance (m, at most part_groups.ON_SURFACE_M) to its
+    # candidate, for pairs proven the same surface without equal digests (part_groups.py)
+    same_surface: dict[str, float] = field(default_factory=dict)
 
     def component_group(self, reference_component: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
         found = self.component_groups.get(reference_component)
@@ -198,16 +201,16 @@ def correspond(
     matched = set(joints.values())
     extra_joints = tuple(j.path for j in cand_joints if j.path not in matched)
     match = Correspondence(bodies, joints, extra_bodies, extra_joints, body_costs, joint_costs)
-    components, extra_components = _within_bodies(
-        reference.components, candidate.components, match, size, part_cost, max_body_cost
-    )
+    components, extra_components, groups, same = part_groups.match_parts(
+        reference, candidate, match.candidate_body,
+        lambda refs, cands: _pairs(refs, cands, size, part_cost, max_body_cost),
+        lambda ref, cand: part_cost(ref, cand, size))
     colliders, extra_colliders = _within_bodies(
         reference.colliders, candidate.colliders, match, size, collider_cost, max_body_cost
     )
-    groups, components, extra_components = part_groups.group_parts(
-        reference, candidate, match.candidate_body, components, extra_components)
     return replace(match, components=components, extra_components=extra_components,
-                   colliders=colliders, extra_colliders=extra_colliders, component_groups=groups)
+                   colliders=colliders, extra_colliders=extra_colliders, component_groups=groups,
+                   same_surface=same)
 
 
 def part_cost(ref, cand, size: float) -> float:
@@ -228,6 +231,12 @@ def collider_cost(ref, cand, size: float) -> float:
     return where + amount + kind + (0.0 if ref.name == cand.name else NAME_TIE_BREAK)
 
 
+def _pairs(refs: list, cands: list, size: float, cost_fn, bound: float) -> list[tuple[int, int]]:
+    """The bounded one-to-one assignment of two lists of parts by `cost_fn`."""
+    cost = np.array([[cost_fn(r, c, size) for c in cands] for r in refs]).reshape(len(refs), len(cands))
+    return _assign(cost, bound)
+
+
 def _within_bodies(ref_parts: dict, cand_parts: dict, match: Correspondence, size: float, cost_fn, bound: float):
     """Match parts body by body (static parts, body None, with static parts)."""
     result = {path: None for path in ref_parts}
@@ -239,8 +248,7 @@ def _within_bodies(ref_parts: dict, cand_parts: dict, match: Correspondence, siz
         if part.body in wanted:
             by_body[wanted[part.body]][1].append(part)
     for refs, cands in by_body.values():
-        cost = np.array([[cost_fn(r, c, size) for c in cands] for r in refs]).reshape(len(refs), len(cands))
-        for r, c in _assign(cost, bound):
+        for r, c in _pairs(refs, cands, size, cost_fn, bound):
             result[refs[r].path] = cands[c].path
     matched = set(result.values())
     extras = tuple(p for p in cand_parts if p not in matched)

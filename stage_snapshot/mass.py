@@ -21,9 +21,11 @@ attributes otherwise), and the value is one the API honours.
   never establishes mass.
 * ``established["center_of_mass"]``: mass is established, or a finite
   ``physics:centerOfMass`` is authored on the body or on one of its colliders.
-* ``established["inertia"]``: mass is established, or a non-zero
-  ``physics:diagonalInertia`` is authored on the body or on one of its colliders
-  (the API treats (0, 0, 0) as "not set").
+* ``established["inertia"]``: a non-zero ``physics:diagonalInertia`` is authored
+  on the body or on one of its colliders, or mass is established and the body has
+  a collider the API used. A body with a mass but no collider and no authored
+  inertia gets the API's fallback, a 0.1 m sphere's inertia: a number the
+  reference does not establish, so its inertia is ``unmeasured``.
   (The collider-level centre of mass / inertia is an extension of a
   body-only rule: the API honours those attributes, so they are authored
   determinants too.)
@@ -64,6 +66,15 @@ What ComputeMassProperties expects and returns (measured on usd-core 26.11)
   density > 0, body density > 0, bound physics material density > 0, default.
   Negative / zero masses and densities are ignored (fall through); an authored
   diagonal inertia on the body overrides the computed one whatever its sign.
+* The schema ignores a diagonal inertia of (0, 0, 0); the API tests that with a
+  tolerance of 1e-5 in *stage units* (kg/kilogramsPerUnit x (m/metersPerUnit)^2),
+  so the same authored inertia of 1e-8 kg m^2 is ignored in metres (colliders'
+  or the sphere's instead) and honoured in centimetres (1e-4). Where a non-zero
+  authored body inertia was ignored, this module puts the authored moments back
+  (what the API returns when it honours them: the principal axes and everything
+  else do not depend on that choice), so the result is the schema's rule and does
+  not depend on the stage's units. A collider's own authored inertia is left to
+  the API.
 * A body with no colliders: mass = -1 (the API's "unset" sentinel) unless a
   body mass is authored; inertia (1, 1, 1) stage units or, with a mass, a
   0.1 m sphere approximation; centre of mass (0, 0, 0) or authored; the
@@ -218,8 +229,16 @@ def _finite_vec(prim: Usd.Prim, name: str) -> bool:
 
 
 def _nonzero_vec(prim: Usd.Prim, name: str) -> bool:
+    return _authored_inertia(prim, name) is not None
+
+
+def _authored_inertia(prim: Usd.Prim, name: str = "physics:diagonalInertia") -> np.ndarray | None:
+    """An authored, finite, non-zero diagonal inertia (stage units), or None: the schema's
+    rule, (0, 0, 0) is "not set", without the API's tolerance in stage units."""
     v = typed_read.prim_value(prim, name, "vec3", authored_only=True)
-    return v is not None and any(abs(x) > 1e-5 for x in v)
+    if v is None or not any(x != 0.0 for x in v):
+        return None
+    return np.array([float(x) for x in v])
 
 
 def _authored_pa(prim: Usd.Prim) -> bool:
@@ -368,8 +387,9 @@ def _sources(prim: Usd.Prim, visited: list[Usd.Prim]) -> tuple[str, dict[str, st
     else:
         source = "none"
     mass_est = bool(mass_est)
+    # Without a collider and an authored inertia, the API's inertia is its 0.1 m sphere's.
     established = {"mass": mass_est, "center_of_mass": bool(mass_est or com_est),
-                   "inertia": bool(mass_est or inertia_est)}
+                   "inertia": bool(inertia_est or (mass_est and visited))}
     return source, collider_sources, established
 
 
@@ -392,6 +412,13 @@ def _compute(ctx: _Context, body_path: str) -> MassProperties | None:
     mass, diag, com, pa = UsdPhysics.RigidBodyAPI(prim).ComputeMassProperties(callback)
     mass = float(mass)
     diag = np.array([float(diag[0]), float(diag[1]), float(diag[2])])
+    authored = _authored_inertia(prim) if prim.HasAPI(UsdPhysics.MassAPI) else None
+    if authored is not None and not np.array_equal(diag, authored):
+        # ignored by the API's tolerance in stage units: the schema's rule honours it
+        notes.append("authored diagonal inertia within the API's 1e-5 stage-unit tolerance of zero: honoured")
+        diag = authored
+    elif authored is None and not visited and mass > 0:
+        notes.append("no collider and no authored inertia: the API's 0.1 m sphere inertia (not established)")
     com = Gf.Vec3d(float(com[0]), float(com[1]), float(com[2]))
     q = np.array([float(pa.GetReal())] + [float(x) for x in pa.GetImaginary()])
     q = _principal_axes(q, bool(visited), prim.HasAPI(UsdPhysics.MassAPI) and _authored_pa(prim), notes)

@@ -131,3 +131,13 @@ def two_body_package(out: Path, points, faces, *, collider: str = "box", approxi
     top.defaultPrim = "Robot"
     top.Save()
     return out
+
+
+def add_part(package: Path, path: str, points, faces, color=None) -> None:
+    """Another visible mesh in the package's content layer (`two_body_package`), with a display
+    colour when `color` is given."""
+    stage = Usd.Stage.Open(str(package / "layers" / "robot.usda"))
+    mesh = _mesh(stage, path, points, faces)
+    if color is not None:
+        mesh.CreateDisplayColorAttr([Gf.Vec3f(*color)])
+    stage.GetRootLayer().Save()

@@ -390,6 +390,8 @@ def collider_changed(src: Path, dst: Path, how: str, pick=lambda colliders: coll
     candidates = body_colliders(stage)
     if how in ("approximation", "bounding_sphere"):
         candidates = [p for p in candidates if p.IsA(UsdGeom.Mesh)]
+    if not candidates:
+        raise LookupError(f"{src}: no {'mesh ' if how in ('approximation', 'bounding_sphere') else ''}collider on a body")
     prim = pick(candidates)
     xf = UsdGeom.Xformable(prim)
     if how == "grown":

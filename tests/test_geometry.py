@@ -388,3 +388,24 @@ def test_nearest_points_are_exact_near_the_surface_and_an_upper_bound_far_from_i
         close = brute <= 0.005
         assert np.allclose(got[close], brute[close], rtol=0, atol=1e-15)
         assert np.all(got >= brute - 1e-15) and np.all(got <= brute + index.r_max + 1e-15)
+
+
+def test_within_a_tolerance_is_exact():
+    """`within` answers "is each point within the tolerance of the surface" exactly (brute force
+    agrees), for points on it, just off it and far from it, however many pieces are nearer
+    than the first look."""
+    import trimesh
+
+    sphere = trimesh.creation.icosphere(subdivisions=4, radius=0.05)
+    tris = sphere.triangles
+    rng = np.random.Generator(np.random.PCG64(2))
+    on = trimesh.sample.sample_surface(sphere, 200, seed=3)[0]
+    off = on * (1 + rng.choice([-1.0, 1.0], size=(200, 1)) * rng.uniform(0.0, 4e-5, size=(200, 1)))
+    index = SurfaceIndex(tris)
+    for pts in (on, off, rng.normal(size=(50, 3)) * 0.1):
+        inside, bound = index.within(pts, 1e-6)
+        brute = np.array([point_triangle_distance(np.repeat(p[None], len(tris), 0), tris[:, 0], tris[:, 1],
+                                                  tris[:, 2]).min() for p in pts])
+        assert np.array_equal(inside, brute <= 1e-6)
+        assert np.all(bound >= brute - 1e-15) and np.all(bound[inside] <= 1e-6)
+    assert index.within(on, 1e-6)[0].all() and not index.within(off, 1e-6)[0].all()

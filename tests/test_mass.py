@@ -510,13 +510,34 @@ def test_body_without_colliders():
     assert mp.principal_inertia == approx((1e-4,) * 3)  # (1,1,1) kg cm^2
     assert all(math.isfinite(q) for q in mp.principal_axes)
     assert any("uninitialised" in n for n in mp.notes)
-    # with an authored mass: 0.1 m sphere approximation of the inertia
+    # with an authored mass: 0.1 m sphere approximation of the inertia, a fallback the body
+    # does not establish (unmeasured)
     mass_api(b, mass=5.0)
     mp = body_mass_properties(s, "/b")
     assert mp.mass == approx(5.0)
     assert mp.source == "body mass"
     assert mp.principal_inertia == approx((0.4 * 5.0 * 0.01,) * 3, rel=1e-5)
-    assert mp.established == {"mass": True, "center_of_mass": True, "inertia": True}
+    assert mp.established == {"mass": True, "center_of_mass": True, "inertia": False}
+    assert any("0.1 m sphere" in n for n in mp.notes)
+
+
+@pytest.mark.parametrize("colliders", [False, True])
+def test_a_small_authored_inertia_counts_in_any_unit(colliders):
+    """The schema ignores only (0, 0, 0); the API ignores anything within 1e-5 of zero in stage
+    units, so 1e-8 kg m^2 (a converted URDF's sensor link, a dummy link's negative moment) would
+    count in centimetres and not in metres. Measured, it is the authored value in both."""
+    for moments in [(1e-8, 2e-8, 3e-8), (-4.4e-22, 1.9e-23, 3e-6)]:
+        found = []
+        for mpu in (1.0, 0.01):
+            s = make_stage(mpu)
+            b = body(s)
+            mass_api(b, mass=2.0, diagonalInertia=Gf.Vec3f(*[m / mpu**2 for m in moments]))
+            if colliders:
+                collider(s, "/b/c", size=0.1 / mpu)
+            mp = body_mass_properties(s, "/b")
+            assert mp.established["inertia"] is True
+            found.append(mp.principal_inertia)
+        assert found[0] == approx(sorted(moments), rel=1e-6) and found[1] == approx(sorted(moments), rel=1e-6)
 
 
 def test_nested_bodies_and_disabled_colliders_are_excluded():

@@ -83,6 +83,52 @@ def test_mesh_equivalents_grade_as_the_reference(shape, packages, tmp_path):
         assert decision.authored_usd == 1.0, (name, decision.reasons)
 
 
+def test_a_split_half_beside_a_sibling_with_its_very_surface(tmp_path):
+    """Matching by what parts are, not by their size: the Link's ellipsoid has a red sibling made
+    of its own second half (the size of either half of a split, lying on the ellipsoid, the same
+    triangles as the split's second half). The ellipsoid split in two grades 1.0: its second half
+    pairs with the sibling's triangles only once, and the split halves join the ellipsoid, not
+    the red sibling whose surface they also lie on."""
+    pts, faces = mesh_assets.ellipsoid()
+    ref = mesh_assets.two_body_package(tmp_path / "ref", pts, faces)
+    mesh_assets.add_part(ref, "/Robot/Link/Decal", pts, faces[len(faces) // 2:], color=(1.0, 0.0, 0.0))
+    case = make_case(ref, tmp_path)
+    assert grade(case, ref).authored_usd == 1.0
+    decision = grade(case, mesh_variants.split(ref, tmp_path / "split"))
+    assert decision.authored_usd == 1.0, decision.reasons
+
+
+@pytest.fixture(scope="module")
+def plates(tmp_path_factory):
+    """(reference, case): two small red plates lying flat on the top face of the Link's grey box
+    (every sample of each plate lies on the box too)."""
+    root = tmp_path_factory.mktemp("plates")
+    box_pts, quads = mesh_assets.box_mesh((0.2, 0.1, 0.04))
+    ref = mesh_assets.two_body_package(root / "ref", box_pts, quads)
+    top = 0.02
+    for name, x in (("PlateA", -0.05), ("PlateB", 0.05)):
+        plate = np.array([[x - 0.02, -0.02, top], [x + 0.02, -0.02, top], [x + 0.02, 0.02, top], [x - 0.02, 0.02, top]])
+        mesh_assets.add_part(ref, f"/Robot/Link/{name}", plate, [(0, 1, 2, 3)], color=(1.0, 0.0, 0.0))
+    case = make_case(ref, root)
+    assert grade(case, ref).authored_usd == 1.0
+    return ref, case
+
+
+@pytest.mark.parametrize("variant", ["merged", "centimetres", "retriangulated"])
+def test_plates_on_the_part_they_lie_flat_on(variant, plates, tmp_path):
+    """The plates merged into one mesh, or everything in centimetres or another triangulation
+    (no digest equal any more): 1.0. A merged plate joins the two plates, and a plate the same
+    surface as a reference plate pairs with it, not with the box it also lies on."""
+    ref, case = plates
+    candidate = getattr(mesh_variants, variant)(ref, tmp_path / variant)
+    if variant == "merged":
+        from pxr import Usd
+
+        assert not Usd.Stage.Open(str(candidate / "robot.usda")).GetPrimAtPath("/Robot/Link/PlateB").IsActive()
+    decision = grade(case, candidate)
+    assert decision.authored_usd == 1.0, decision.reasons
+
+
 HOSTILES = ["grown", "moved", "approximation", "bounding_sphere"]
 
 

@@ -17,7 +17,7 @@ from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
 from usd_repair_verifier.authoring.freeze import freeze
 from usd_repair_verifier.authoring.inject import inject
 from usd_repair_verifier.profiles.schema import Fault
-from tests import mesh_assets, variants
+from tests import mesh_assets, mesh_variants, variants
 from tests.grade_in_process import grade
 from tests.test_mesh_invariance import JOINT, make_case
 
@@ -106,17 +106,26 @@ def _ambiguous_mass(stage) -> None:
     attr.Set(0.7, Usd.TimeCode(0.0))   # the default says 0.5: an ambiguous authored value
 
 
+def _invalid_inertia(stage) -> None:
+    """A dummy link's inertia as a URDF converter writes it: a zero and a negative moment."""
+    UsdPhysics.MassAPI(stage.GetPrimAtPath("/Robot/Link")).GetDiagonalInertiaAttr().Set(Gf.Vec3f(0.0, -0.002, 0.003))
+
+
 @pytest.mark.parametrize("edit, rule", [(_dangling_joint, "relationships"), (_inverted, "ordered"),
-                                        (_ambiguous_mass, "authoring")],
-                         ids=["joint relationship to a missing prim", "inverted limits", "ambiguous mass"])
+                                        (_ambiguous_mass, "authoring"), (_invalid_inertia, "inertia")],
+                         ids=["joint relationship to a missing prim", "inverted limits", "ambiguous mass",
+                              "invalid inertia"])
 def test_what_the_reference_has_is_its_own(edit, rule, tmp_path):
-    """Each reference grades 1.0 against itself and against its renamed namespace; a candidate
+    """Each reference grades 1.0 against itself, its renamed namespace and its copy in
+    centimetres; a candidate
     that brings the same problem into a reference without it fails (the rule still holds)."""
     ref = _package(tmp_path / "ref", edit)
     case = make_case(ref, tmp_path / "c")
     assert grade(case, ref).authored_usd == 1.0, grade(case, ref).reasons
     renamed = variants.rename_namespace(ref, tmp_path / "renamed", {"Link": "Forearm", "Base": "Shoulder"})
     decision = grade(case, renamed)
+    assert decision.authored_usd == 1.0, decision.reasons
+    decision = grade(case, mesh_variants.centimetres(ref, tmp_path / "cm"))   # the values' last bits move
     assert decision.authored_usd == 1.0, decision.reasons
     healthy = _package(tmp_path / "healthy")
     brought = grade(make_case(healthy, tmp_path / "hc"), ref)

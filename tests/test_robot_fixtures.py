@@ -38,3 +38,26 @@ def test_the_readme_table_gives_each_package_its_bytes():
     assert set(rows) == set(SOURCES)
     for robot, size in rows.items():
         assert int(size.replace(",", "")) == sum(p.stat().st_size for p in (ROBOTS / robot).rglob("*") if p.is_file())
+
+
+def test_a_case_reference_is_its_robot_with_the_case_layer():
+    """The joint_drive case's reference is xArm7 as converted plus the committed layer of drives
+    (fixtures/robot_layers), the root layer's strongest sublayer: nothing else differs."""
+    from fixtures.build_robot_cases import CASES, LAYERS, REFERENCE_LAYERS, ROBOT_CASES
+    from pxr import UsdPhysics
+
+    assert REFERENCE_LAYERS
+    for case, layer in REFERENCE_LAYERS.items():
+        robot, _ = ROBOT_CASES[case]
+        reference = CASES / case / "reference"
+        ours = {p.relative_to(reference) for p in reference.rglob("*") if p.is_file()}
+        theirs = {p.relative_to(ROBOTS / robot) for p in (ROBOTS / robot).rglob("*") if p.is_file()}
+        root = root_layer_of(ROBOTS / robot).relative_to(ROBOTS / robot)
+        assert ours == theirs | {Path("Layers") / layer}
+        for name in theirs - {root}:
+            assert (reference / name).read_bytes() == (ROBOTS / robot / name).read_bytes(), name
+        assert (reference / "Layers" / layer).read_bytes() == (LAYERS / layer).read_bytes()
+        stage = Usd.Stage.Open(str(reference / root))
+        assert stage.GetRootLayer().subLayerPaths[0] == f"./Layers/{layer}"
+        drives = [p for p in stage.Traverse() if any(s.startswith("PhysicsDriveAPI") for s in p.GetAppliedSchemas())]
+        assert drives and all(p.IsA(UsdPhysics.Joint) for p in drives)

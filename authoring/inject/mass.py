@@ -134,8 +134,7 @@ def inertia_invalid(stage, target, rng, dirty) -> str:
     """An invalid diagonal inertia on the body: (0, -1, 0) x the current moments (one zero, one negative)."""
     prim = writable(rigid_body(stage, target))
     before = _established_mass(stage, target, "inertia")
-    # The effective moments (stage units), not an authored value: the API ignores tiny authored
-    # inertias (reacher's target authors 1e-7 and simulates a 0.1 m sphere's).
+    # The effective moments (stage units) as the snapshot measures them: colliders' or authored.
     si = UsdPhysics.GetStageKilogramsPerUnit(stage) * UsdGeom.GetStageMetersPerUnit(stage) ** 2
     current = [float(c) / si for c in before.principal_inertia]
     invalid = Gf.Vec3f(0.0, -current[1], 0.0)
