@@ -22,6 +22,7 @@ import re
 import shutil
 import stat
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import usd_repair_verifier
@@ -44,6 +45,19 @@ AUTHOR = "usd-repair-verifier"   # task.toml's metadata.author_name: what marks 
 # Closed book: where task.toml's collect hook leaves the agent's trajectory for the grade. The
 # grade reads it only when the case's profile says closed_book (tasks are closed book by default).
 TRAJECTORY = f"{TRAJECTORY_FOLDER}/trajectory.json"
+DETAILS_SCRIPT = "reward_details.py"   # grade.json -> reward-details.json, beside test.sh in tests/
+TASK_ORG = "usdgrade"
+TASK_VERSION = "1.0.0"
+SEMVER = re.compile(r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?")
+TASK_NAME = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9._-]*/[a-zA-Z0-9][a-zA-Z0-9._-]*")
+# Harbor's allowlist entries: a hostname (or *.domain), an IP address or a CIDR range; no URL, port or path.
+CLOSED_BOOK_RULE = (
+    "\nClosed book: work only from what is in this container. Do not fetch anything from the\n"
+    "network (no `curl`, `wget`, `git clone`, `pip download`, web search or fetch tools), and do\n"
+    "not write URLs into files or commands: the grade reads every tool call of your run, and any\n"
+    "web access or URL scores 0. The container's network is closed to all but the model's endpoint.\n")
+ALLOWED_HOST = re.compile(r"(\*\.)?[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*"
+                          r"|[0-9a-f:.]+(/\d{1,3})?")
 
 
 class TaskError(Exception):
@@ -63,7 +77,7 @@ def render(template: str, **values: str) -> str:
 def render_test_sh(*, verifier: str = "/opt/usdgrade/verifier", python: str = "/opt/usdgrade/venv/bin/python",
                    case: str = "/tests/case", submission: str = "/app", out: str = "/logs/verifier",
                    time_limit: float = TIME_LIMIT_S, end_processes: bool = True,
-                   trajectory: str | None = TRAJECTORY) -> str:
+                   trajectory: str | None = TRAJECTORY, details: str = f"/tests/{DETAILS_SCRIPT}") -> str:
     """The shipped test.sh takes the defaults. Tests render copies with their own paths, and
     without the process sweep when they do not run in a PID namespace of their own."""
     from usd_repair_verifier.scoring.sealed import BOOTSTRAP
@@ -74,7 +88,7 @@ def render_test_sh(*, verifier: str = "/opt/usdgrade/verifier", python: str = "/
     extra = f"--trajectory={_shell_word(trajectory)}" if trajectory else ""
     return render("test.sh.in", VERIFIER=_shell_word(verifier), PYTHON=_shell_word(python), CASE=_shell_word(case),
                   SUBMISSION=_shell_word(submission), OUT=_shell_word(out), TIME_LIMIT=f"{time_limit:g}",
-                  BOOTSTRAP=BOOTSTRAP, END_PROCESSES=sweep, GRADE_EXTRA=extra)
+                  BOOTSTRAP=BOOTSTRAP, END_PROCESSES=sweep, GRADE_EXTRA=extra, DETAILS=_shell_word(details))
 
 
 def _shell_word(path: str) -> str:
@@ -136,10 +150,74 @@ def _prepare_out(out: Path, inputs: list, force: bool, owned=written_by_task) ->
     out.mkdir(parents=True, exist_ok=True)
 
 
-def write_task(case_dir: Path, out: Path, base_image: str = BASE_IMAGE, closed_book: bool = True,
+@dataclass(frozen=True)
+class TaskOptions:
+    """What a task author chooses beyond the case (the command's options)."""
+
+    base_image: str = BASE_IMAGE
+    closed_book: bool = True
+    name: str | None = None            # org/name; default usdgrade/<case id>
+    version: str = TASK_VERSION        # semantic version (harbor run --diff)
+    allowed_hosts: tuple[str, ...] = ()   # closed book: what the agent's container may reach
+
+    def validated(self) -> "TaskOptions":
+        if self.name is not None and not TASK_NAME.fullmatch(self.name):
+            raise TaskError(f"task name {self.name!r} is not ORG/NAME (letters, digits, '.', '_', '-')")
+        if not SEMVER.fullmatch(self.version):
+            raise TaskError(f"task version {self.version!r} is not a semantic version (MAJOR.MINOR.PATCH)")
+        for host in self.allowed_hosts:
+            if not ALLOWED_HOST.fullmatch(host):
+                raise TaskError(f"allowed host {host!r} is not a hostname, *.domain, IP address or CIDR range")
+        if self.allowed_hosts and not self.closed_book:
+            raise TaskError("--allow-host limits a closed-book agent's network: an open-book task has no limit")
+        return self
+
+
+def _agent_network(options: TaskOptions) -> str:
+    """Closed book: the agent's phase reaches only the hosts the author allows (Harbor adds the
+    inference host of an agent that calls its model from inside the container)."""
+    if not options.closed_book:
+        return ""
+    hosts = ", ".join(f'"{host}"' for host in options.allowed_hosts)
+    return ("# Closed book: the agent's phase reaches only these hosts (docs/closed-book.md). Harbor adds the\n"
+            "# model endpoint of an agent that calls its model from inside the container.\n"
+            f'network_mode = "allowlist"\nallowed_hosts = [{hosts}]\n')
+
+
+def _write_task_toml(out: Path, case, options: TaskOptions) -> None:
+    artifacts = ["/app", TRAJECTORY_FOLDER] if options.closed_book else ["/app"]
+    _write(out / "task.toml", render(
+        "task.toml.in", TIME_LIMIT=f"{TIME_LIMIT_S:g}", VERIFIER_TIMEOUT=f"{VERIFIER_TIMEOUT_S}",
+        ARTIFACTS="[" + ", ".join(f'"{a}"' for a in artifacts) + "]",
+        TASK_NAME=options.name or f"{TASK_ORG}/{case.profile.id}", TASK_VERSION=options.version,
+        CASE_ID=case.profile.id, CASE_VERSION=str(case.profile.version), AGENT_NETWORK=_agent_network(options),
+        COLLECT="\n" + collect_block() if options.closed_book else ""))
+
+
+def _write_tests(tests: Path, case, options: TaskOptions, instruction: str) -> None:
+    _write(tests / "Dockerfile", render("verifier.Dockerfile", BASE_IMAGE=options.base_image))
+    shutil.copyfile(TEMPLATES / "requirements.txt", tests / "requirements.txt")
+    _write(tests / "test.sh", render_test_sh(trajectory=TRAJECTORY if options.closed_book else None), executable=True)
+    shutil.copyfile(TEMPLATES / DETAILS_SCRIPT, tests / DETAILS_SCRIPT)
+    (tests / "case").mkdir(parents=True)
+    if options.closed_book == case.profile.closed_book:
+        shutil.copyfile(case.paths.profile, tests / "case" / "profile.json")
+    else:
+        profile = case.profile.model_copy(update={
+            "closed_book": options.closed_book,
+            "allowed_urls": (*case.profile.allowed_urls, instruction) if options.closed_book else ()})
+        _write(tests / "case" / "profile.json", profile.dumps())
+    shutil.copytree(case.paths.reference, tests / "case" / "reference")
+    shutil.copytree(case.paths.input, tests / "case" / "input")
+    _copy_verifier(tests / "verifier")
+
+
+def write_task(case_dir: Path, out: Path, options: TaskOptions = TaskOptions(),
                force: bool = False) -> Path:
     """One task folder. Closed book (the default): the task's profile says so, URLs of the
-    instruction are allowed, and the trajectory travels to the verifier as an artifact."""
+    instruction are allowed, the trajectory travels to the verifier as an artifact, and the
+    agent's phase has only the network the author allows."""
+    options = options.validated()
     try:
         case = load_case(case_dir)
     except CaseError as error:
@@ -148,53 +226,48 @@ def write_task(case_dir: Path, out: Path, base_image: str = BASE_IMAGE, closed_b
     pins = _pins()
     input_files = sorted(p.relative_to(case.paths.input).as_posix() for p in case.paths.input.rglob("*") if p.is_file())
     instruction = render("instruction.md.in", ROOT_LAYER=case.profile.input.root_layer,
-                         FILES=", ".join(f"`{f}`" for f in input_files))
-    artifacts = ["/app", TRAJECTORY_FOLDER] if closed_book else ["/app"]
-    _write(out / "task.toml", render("task.toml.in", TIME_LIMIT=f"{TIME_LIMIT_S:g}", VERIFIER_TIMEOUT=f"{VERIFIER_TIMEOUT_S}",
-                                     ARTIFACTS="[" + ", ".join(f'"{a}"' for a in artifacts) + "]",
-                                     COLLECT="\n" + collect_block() if closed_book else ""))
+                         FILES=", ".join(f"`{f}`" for f in input_files),
+                         CLOSED_BOOK=CLOSED_BOOK_RULE if options.closed_book else "")
+    _write_task_toml(out, case, options)
     _write(out / "instruction.md", instruction)
-    _write(out / "environment" / "Dockerfile", render("agent.Dockerfile", BASE_IMAGE=base_image,
+    _write(out / "environment" / "Dockerfile", render("agent.Dockerfile", BASE_IMAGE=options.base_image,
                                                       USD_CORE=pins["usd-core"], NUMPY=pins["numpy"]))
     shutil.copytree(case.paths.input, out / "environment" / "app")
-    tests = out / "tests"
-    _write(tests / "Dockerfile", render("verifier.Dockerfile", BASE_IMAGE=base_image))
-    shutil.copyfile(TEMPLATES / "requirements.txt", tests / "requirements.txt")
-    _write(tests / "test.sh", render_test_sh(trajectory=TRAJECTORY if closed_book else None), executable=True)
-    (tests / "case").mkdir(parents=True)
-    if closed_book == case.profile.closed_book:
-        shutil.copyfile(case.paths.profile, tests / "case" / "profile.json")
-    else:
-        profile = case.profile.model_copy(update={
-            "closed_book": closed_book,
-            "allowed_urls": (*case.profile.allowed_urls, instruction) if closed_book else ()})
-        _write(tests / "case" / "profile.json", profile.dumps())
-    shutil.copytree(case.paths.reference, tests / "case" / "reference")
-    shutil.copytree(case.paths.input, tests / "case" / "input")
-    _copy_verifier(tests / "verifier")
+    _write_tests(out / "tests", case, options, instruction)
     _write(out / "solution" / "solve.sh", (TEMPLATES / "solve.sh").read_text(), executable=True)
     shutil.copytree(case.paths.reference, out / "solution" / "reference")
     return out
 
 
-def write_dataset(cases_dir: Path, out: Path, base_image: str = BASE_IMAGE, closed_book: bool = True,
+def write_dataset(cases_dir: Path, out: Path, options: TaskOptions = TaskOptions(),
                   force: bool = False) -> list[Path]:
     """One task per case folder (a folder holding profile.json), named after it."""
     cases = sorted(p.parent for p in cases_dir.glob("*/profile.json"))
     if not cases:
         raise TaskError(f"{cases_dir} holds no case (no */profile.json)")
+    if options.name is not None:
+        raise TaskError("--task-name names one task: a dataset's tasks are named after their cases")
     _prepare_out(out, [("cases folder", cases_dir)], force, owned=_dataset_by_task)
-    return [write_task(case, out / case.name, base_image, closed_book, force) for case in cases]
+    return [write_task(case, out / case.name, options, force) for case in cases]
 
 
 def task_command(args: argparse.Namespace) -> int:
     from usd_repair_verifier.scoring.outputs import OutputRefused
 
+    if args.check:
+        from .task_check import check_command
+
+        return check_command(args.check)
+    if not args.out:
+        print("task needs --out (or --check TASK)", file=sys.stderr)
+        return 2
+    options = TaskOptions(base_image=args.base_image, closed_book=not args.open_book, name=args.task_name,
+                          version=args.task_version, allowed_hosts=tuple(args.allow_host or ()))
     try:
         if args.cases:
-            written = write_dataset(Path(args.cases), Path(args.out), args.base_image, not args.open_book, args.force)
+            written = write_dataset(Path(args.cases), Path(args.out), options, args.force)
         elif args.case:
-            written = [write_task(Path(args.case), Path(args.out), args.base_image, not args.open_book, args.force)]
+            written = [write_task(Path(args.case), Path(args.out), options, args.force)]
         else:
             print("task needs a CASE or --cases DIR", file=sys.stderr)
             return 2
@@ -213,11 +286,19 @@ def add_parser(sub) -> None:
     p = sub.add_parser("task", help="write a Harbor task folder (or a dataset) from frozen cases")
     p.add_argument("case", nargs="?", help="a frozen case folder")
     p.add_argument("--cases", help="a folder of cases: writes one task per case under --out")
-    p.add_argument("--out", required=True, metavar="TASK_DIR",
+    p.add_argument("--out", metavar="TASK_DIR",
                    help="the task folder to write (with --cases: the dataset folder, one task per case)")
     p.add_argument("--force", action="store_true",
                    help="replace an earlier output of usdgrade task (never a folder it did not write)")
-    p.add_argument("--base-image", default=BASE_IMAGE, help="both images' base, pinned by digest (default: python:3.11-slim, pinned)")
+    p.add_argument("--check", metavar="TASK", help="run TASK's test.sh (no Docker) on its oracle solution and its "
+                   "untouched input and say in one line whether the task is sound")
+    p.add_argument("--base-image", default=BASE_IMAGE,
+                   help="both images' base, pinned by digest (default: python:3.11-slim, pinned)")
     p.add_argument("--open-book", action="store_true",
                    help="do not grade the agent's trajectory (tasks are closed book by default: docs/closed-book.md)")
+    p.add_argument("--task-name", help=f"the task's ORG/NAME in Harbor (default {TASK_ORG}/<case id>)")
+    p.add_argument("--task-version", default=TASK_VERSION,
+                   help="its semantic version: patch reuses old trials, minor re-grades them, major reruns them")
+    p.add_argument("--allow-host", action="append", metavar="HOST",
+                   help="closed book: a host the agent's container may reach (repeat; default none)")
     p.set_defaults(run=task_command)

@@ -12,8 +12,10 @@ from __future__ import annotations
 TRAJECTORY_FOLDER = "/var/lib/usdgrade-trajectory"
 # The root trajectory with its continuations (trajectory.cont-N.json) and subagent files
 # (trajectory.summarization-...json), which Harbor writes next to it.
+# Regular files only (a planted link is not followed); none found leaves the folder empty, which
+# the grade reads as no trajectory (closed_book_unverified), and the hook still succeeds.
 COLLECT_COMMAND = (f"rm -rf {TRAJECTORY_FOLDER} && mkdir -m 755 {TRAJECTORY_FOLDER} && "
-                   f"cp /logs/agent/trajectory*.json {TRAJECTORY_FOLDER}/")
+                   f"find /logs/agent -maxdepth 1 -type f -name 'trajectory*.json' -exec cp -t {TRAJECTORY_FOLDER} -- {{}} +")
 COLLECT_USER = "root"
 GRADE_ARGUMENT = f"--trajectory={TRAJECTORY_FOLDER}/trajectory.json"
 

@@ -33,7 +33,8 @@ def local_test_sh(folder: Path, submission: Path, out: Path, time_limit: float =
     script = folder / "test.sh"
     script.write_text(render_test_sh(verifier=str(ROOT), python=sys.executable, case=str(CASE),
                                      submission=str(submission), out=str(out), time_limit=time_limit,
-                                     end_processes=False, trajectory=str(trajectory)))
+                                     end_processes=False, trajectory=str(trajectory),
+                                     details=str(TASK / "tests" / "reward_details.py")))
     return script
 
 

@@ -351,5 +351,5 @@ def test_the_harbor_task_lines_in_the_docs_are_the_ones_the_code_gives():
     assert hook == {"command": harbor.COLLECT_COMMAND, "user": "root"}
     # The hook empties the folder first (nothing planted survives) and fills it from Harbor's location.
     assert hook["command"].startswith(f"rm -rf {harbor.TRAJECTORY_FOLDER} && ")
-    assert "/logs/agent/trajectory*.json" in hook["command"]
+    assert "find /logs/agent -maxdepth 1 -type f -name 'trajectory*.json'" in hook["command"]
     assert harbor.GRADE_ARGUMENT.endswith(f"{harbor.TRAJECTORY_FOLDER}/trajectory.json")

@@ -81,7 +81,7 @@ def test_reference_in_app_scores_one(tmp_path):
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     assert read_json(out / "reward.json") == {"authored_usd": 1.0}
     assert read_json(out / "grade.json")["status"] == "graded"
-    assert sorted(p.name for p in out.iterdir()) == ["grade.json", "reward.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["grade.json", "reward-details.json", "reward.json"]
 
 
 def test_planted_outputs_and_environment_cannot_raise_the_unrepaired_input(tmp_path):
@@ -97,7 +97,7 @@ def test_planted_outputs_and_environment_cannot_raise_the_unrepaired_input(tmp_p
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     assert read_json(out / "reward.json") == {"authored_usd": 0.0}
     assert read_json(out / "grade.json")["status"] == "graded"
-    assert sorted(p.name for p in out.iterdir()) == ["grade.json", "reward.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["grade.json", "reward-details.json", "reward.json"]
 
 
 def test_a_grade_past_the_time_limit_still_writes_an_infrastructure_error(tmp_path):
@@ -107,6 +107,10 @@ def test_a_grade_past_the_time_limit_still_writes_an_infrastructure_error(tmp_pa
     grade = read_json(out / "grade.json")
     assert grade["status"] == "infrastructure_error" and "time limit" in grade["infrastructure_error"]
     assert read_json(out / "reward.json") == {"authored_usd": 0.0}
+    # Harbor's viewer and log say that this 0.0 is a fallback, not a measured repair.
+    details = read_json(out / "reward-details.json")["authored_usd"]
+    assert details["kind"] == "infrastructure_error" and "fallback" in details["warnings"][0]
+    assert "infrastructure_error" in r.stdout and "fallback, not a measured repair" in r.stdout
 
 
 def test_a_verifier_that_cannot_start_leaves_the_fallback(tmp_path):
@@ -173,3 +177,24 @@ def test_usdgrade_task_refuses_a_folder_that_is_not_a_task_and_a_tampered_case(t
     assert main(["task", str(case), "--out", str(tmp_path / "task")]) == 1
     assert not (tmp_path / "task").exists()
     assert "digest" in capsys.readouterr().err
+
+
+def test_usdgrade_task_check_says_a_generated_task_is_sound():
+    from usd_repair_verifier.commands.cli import main
+
+    r = subprocess.run([os.sys.executable, "-m", "usd_repair_verifier.commands.cli", "task", "--check", str(TASK)],
+                       capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.strip().splitlines() == [
+        f"{TASK}: sound: oracle 1.0 (graded), untouched input 0.0 (graded), closed book"]
+
+
+def test_usdgrade_task_check_finds_an_oracle_that_does_not_repair(tmp_path):
+    task = tmp_path / "task"
+    shutil.copytree(TASK, task)
+    shutil.rmtree(task / "solution" / "reference")
+    shutil.copytree(CASE / "input", task / "solution" / "reference")   # the "oracle" restores the broken input
+    r = subprocess.run([os.sys.executable, "-m", "usd_repair_verifier.commands.cli", "task", "--check", str(task)],
+                       capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert r.returncode == 1
+    assert r.stdout.strip() == f"{task}: NOT sound: oracle 0.0 (graded), untouched input 0.0 (graded), closed book"

@@ -40,7 +40,9 @@ SUBMISSION_PLANTS = {
     "pytest.ini": "[pytest]\naddopts = -p pwned_plugin\npythonpath = /app\n",
 }
 
-# The agent's moves, as root in the same container (shared mode), before the verifier runs.
+# The agent's moves, as root in the same container (shared mode), before the verifier runs: one
+# `docker exec` of the agent's phase. The two processes it leaves behind outlive it (orphaned to
+# PID 1, as in a container) and are running when the verifier starts.
 AGENT_SCRIPT = r"""
 set -u
 printf '[pytest]\naddopts = -p pwned_plugin\npythonpath = /app\n' > /pytest.ini
@@ -53,14 +55,19 @@ mkdir -p /logs/verifier/planted && echo x > /logs/verifier/planted/file
 # when it runs, so that the grade starts with both alive.
 nohup bash -c 'touch /pwned-status/rewriter; while true; do echo "{\"authored_usd\": 1.0}" > /logs/verifier/reward.json; sleep 0.2; done' >/dev/null 2>&1 &
 nohup bash -c 'touch /pwned-status/waiter; until [ -e /pwned-status/exit ]; do sleep 0.2; done; echo "{\"authored_usd\": 1.0}" > /logs/verifier/reward.json; echo 1.0 > /logs/verifier/reward.txt' >/dev/null 2>&1 &
-# Variables a login shell would pick up from profile files the agent can write.
+for _ in $(seq 200); do [ -e /pwned-status/rewriter ] && [ -e /pwned-status/waiter ] && break; sleep 0.05; done
+"""
+
+# Harbor's `docker exec` of the verifier's entry point, with its output in the verifier log folder.
+# The variables stand for what a login shell would pick up from profile files the agent can write.
+VERIFY_SCRIPT = r"""
 export USDGRADE_SUBMISSION=/tests/case/reference USDGRADE_OUT=/pwned/out USDGRADE_PYTHON=/bin/false
 export PYTEST_ADDOPTS='-p pwned_plugin' PYTEST_PLUGINS=pwned_plugin PYTHONPATH=/app PYTHONSTARTUP=/app/conftest.py
 export PYTHONUSERBASE=/app PYTHONINSPECT=1
-for _ in $(seq 200); do [ -e /pwned-status/rewriter ] && [ -e /pwned-status/waiter ] && break; sleep 0.05; done
-# Harbor runs the verifier's entry point with its output in the verifier log folder.
 bash /tests/test.sh > /logs/verifier/test-stdout.txt 2>&1
 echo "test.sh exit $?" > /pwned-status/exit
+# The container's keep-alive survived (a killed one stays a zombie until PID 1 reaps it: state Z).
+read -r line < "/proc/$KEEPALIVE/stat" && set -- ${line##*) } && [ "$1" != Z ] && touch /pwned-status/keepalive
 sleep 1   # time for any survivor to act (each polls every 0.2 s)
 """
 
@@ -88,7 +95,14 @@ mount --bind "$SOLUTION" "$R/solution"
 mkdir -p "$R/var/lib/usdgrade-trajectory"
 cp "$TRAJECTORY" "$R/var/lib/usdgrade-trajectory/trajectory.json"
 if [ -n "${APP_LINK:-}" ]; then umount "$R/app"; rmdir "$R/app"; ln -s "$APP_LINK" "$R/app"; fi
-exec chroot "$R" /bin/bash -c "$AGENT_SCRIPT"
+# As in Harbor's container: PID 1 (this shell, a session leader: `setsid` below) and its keep-alive
+# child are the container's command, in session 1; the agent's phase and then the verifier each
+# come in as one `docker exec`, which runs in a session of its own.
+sleep infinity &
+export KEEPALIVE=$!
+setsid -w chroot "$R" /bin/bash -c "$AGENT_SCRIPT"
+setsid -w chroot "$R" /bin/bash -c "$VERIFY_SCRIPT"
+exit $?   # so that the line above is not the last command, which bash would run in place of PID 1
 """
 
 
@@ -133,8 +147,6 @@ def layout(tmp_path):
 
 ORACLE_SCRIPT = r"""
 bash /solution/solve.sh
-bash /tests/test.sh > /logs/verifier/test-stdout.txt 2>&1
-echo "test.sh exit $?" > /pwned-status/exit
 """
 
 
@@ -143,18 +155,22 @@ def run_attack(layout, app_link: str = "", agent_script: str = AGENT_SCRIPT, rew
         "PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "ROOTFS": str(layout["rootfs"]), "APP": str(layout["app"]),
         "TESTS": str(layout["tests"]), "LOGS": str(layout["logs"]), "VERIFIER": str(layout["verifier"]),
         "VENV": sys.prefix, "PWNED": str(layout["pwned"]), "STATUS": str(layout["status"]),
-        "SOLUTION": str(TASK / "solution"), "AGENT_SCRIPT": agent_script, "PAYLOAD_VERIFIER": PAYLOAD.format(name="verifier-conftest"),
+        "SOLUTION": str(TASK / "solution"), "AGENT_SCRIPT": agent_script, "VERIFY_SCRIPT": VERIFY_SCRIPT,
+        "PAYLOAD_VERIFIER": PAYLOAD.format(name="verifier-conftest"),
         "PAYLOAD_OUT": PAYLOAD.format(name="out-conftest"), "APP_LINK": app_link,
         "TRAJECTORY": str(CLEAN_TRAJECTORY),
     }
-    r = subprocess.run(["unshare", "-m", "-p", "-f", "--mount-proc", "bash", "-c", OUTER_SCRIPT], env=env,
+    r = subprocess.run(["unshare", "-m", "-p", "-f", "--mount-proc", "setsid", "bash", "-c", OUTER_SCRIPT], env=env,
                        capture_output=True, text=True, timeout=600)
     logs = layout["logs"]
     log = (logs / "test-stdout.txt").read_text() if (logs / "test-stdout.txt").exists() else ""
-    assert (layout["status"] / "exit").read_text().strip() == "test.sh exit 0", r.stderr[-2000:] + log[-3000:]
+    exit_file = layout["status"] / "exit"
+    assert exit_file.exists() and exit_file.read_text().strip() == "test.sh exit 0", r.stderr[-2000:] + log[-3000:]
     if agent_script is AGENT_SCRIPT:   # both planted processes ran before the grade began
         assert (layout["status"] / "rewriter").exists() and (layout["status"] / "waiter").exists()
-    assert sorted(os.listdir(logs)) == ["grade.json", "reward.json", "test-stdout.txt"], log[-2000:]
+    assert (layout["status"] / "keepalive").exists(), "the sweep ended the container's keep-alive"
+    assert sorted(os.listdir(logs)) == ["grade.json", "reward-details.json", "reward.json", "test-stdout.txt"], \
+        (sorted(os.listdir(logs)), log[-2000:])
     assert read_json(logs / "reward.json") == {"authored_usd": reward}
     assert sorted(os.listdir(layout["pwned"])) == [], "planted code ran"
     return read_json(logs / "grade.json"), log
@@ -174,3 +190,38 @@ def test_the_oracle_solution_scores_one(layout):
     """Harbor's oracle agent runs solution/solve.sh in the agent's container (planted files and all)."""
     grade, _ = run_attack(layout, agent_script=ORACLE_SCRIPT, reward=1.0)
     assert grade["status"] == "graded" and grade["objective_success"] is True
+
+
+SWEEP_SCRIPT = r"""
+# PID 1 is `sh`, a session leader, and `sleep` its keep-alive child: Harbor's `sh -c "sleep infinity"`.
+sleep 1000 &
+# The agent's phase (a `docker exec`: a session of its own) leaves two processes behind, both
+# orphaned to PID 1: one of them looks exactly like the keep-alive.
+setsid -w sh -c 'sleep 999 & sleep 1000 & exit 0'
+# test.sh, in another `docker exec`.
+setsid -w bash "$SWEEP"
+sleep 0.3
+ps -eo pid,ppid,sid,args > "$OUT"
+"""
+
+
+def test_the_sweep_ends_what_the_agent_left_and_keeps_the_containers_keep_alive(tmp_path):
+    """test.sh's process sweep in a PID namespace laid out as Harbor's container: PID 1 `sh` and
+    its `sleep` keep-alive (session 1: ending it stops the container, and test.sh with it)
+    survive; what the agent left behind is ended, even orphaned to PID 1 and named like the
+    keep-alive."""
+    from usd_repair_verifier.authoring.task import render_test_sh
+
+    namespaces_available()
+    text = render_test_sh()
+    sweep = tmp_path / "sweep.sh"
+    sweep.write_text(text[text.index("end_other_processes() {"):text.index("\nend_other_processes\n")]
+                     + "\nend_other_processes\n")
+    out = tmp_path / "ps.txt"
+    r = subprocess.run(["unshare", "-p", "-f", "--mount-proc", "setsid", "sh", "-c", SWEEP_SCRIPT], capture_output=True,
+                       text=True, timeout=60, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "SWEEP": str(sweep), "OUT": str(out)})
+    processes = out.read_text()
+    rows = [line.split(None, 3) for line in processes.splitlines()[1:]]
+    sleeps = [(ppid, sid, args) for _, ppid, sid, args in rows if args.startswith("sleep ")]
+    assert r.returncode == 0, r.stderr + processes
+    assert sleeps == [("1", "1", "sleep 1000")], processes   # only the keep-alive; nothing the agent left

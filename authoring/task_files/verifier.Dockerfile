@@ -9,5 +9,5 @@ RUN python -m venv /opt/usdgrade/venv \
 
 COPY verifier /opt/usdgrade/verifier
 COPY case /tests/case
-COPY test.sh /tests/test.sh
+COPY test.sh reward_details.py /tests/
 RUN chmod -R a-w /opt/usdgrade /tests && chmod 755 /tests/test.sh

@@ -21,15 +21,30 @@ TIME_LIMIT=540
 # Closed-book grading: the agent's trajectory, as task.toml's collect hook left it (empty when open book).
 GRADE_EXTRA=(--trajectory=/var/lib/usdgrade-trajectory/trajectory.json)
 BOOTSTRAP='import sys; sys.path.insert(0, sys.argv[1]); from usd_repair_verifier.scoring.sealed import main; sys.exit(main(sys.argv[2:]))'
+# grade.json -> reward-details.json (shipped beside this script).
+DETAILS=/tests/reward_details.py
+# One line for Harbor's log of this script (test-stdout.txt): the status, the reward, and for an
+# infrastructure error that its 0.0 is a fallback.
+SUMMARY='import json, sys
+grade = json.load(open(sys.argv[1]))
+status = str(grade.get("status"))
+note = "; the 0.0 is a fallback, not a measured repair: rerun this trial" if status == "infrastructure_error" else ""
+cause = ": " + str(grade.get("infrastructure_error")) if note else ""
+print("usdgrade: " + status + cause + "; authored_usd " + str(grade.get("authored_usd")) + note)'
 
-# 1. Shared mode: end every process the agent may have left running (one that would rewrite
-#    reward.json after the grade, or swap the submission during it): all but PID 1 and this
-#    script's own ancestry, until none is left. No subshell runs during the sweep.
+# 1. End every process the agent may have left running (shared mode: one that would rewrite
+#    reward.json after the grade, or swap the submission during it), until none is left. Kept:
+#    the container's own command, which is every process of PID 1's session (Harbor's keep-alive:
+#    PID 1 is `sh -c "sleep infinity"`, `sleep` its child; ending it stops the container and this
+#    script with it), and this script's own ancestry. Everything Harbor runs in a container, the
+#    agent included, comes in through `docker exec`, which starts a session of its own; a
+#    session can be left but never joined, so no process of the agent's is in session 1, even
+#    one orphaned to PID 1. A separate verifier's container holds no process of the agent's:
+#    there the sweep finds nothing to end. No subshell runs while processes are ended.
 end_other_processes() {
-    local keep=" 1 $$ " pid=$$ line rest pass p survivors
+    local keep=" 1 $$ " pid=$$ line pass p survivors
     while [ "$pid" -gt 1 ] && read -r line < "/proc/$pid/stat"; do
-        rest=${line##*) }
-        set -- $rest
+        set -- ${line##*) }   # state ppid pgrp session ...
         pid=$2
         keep="$keep$pid "
     done
@@ -38,6 +53,9 @@ end_other_processes() {
         for p in /proc/[0-9]*; do
             p=${p#/proc/}
             case "$keep" in *" $p "*) continue ;; esac
+            read -r line < "/proc/$p/stat" 2>/dev/null || continue
+            set -- ${line##*) }
+            [ "$4" = 1 ] && continue   # session 1: the container's own command
             kill -KILL "$p" 2>/dev/null && survivors=1
         done
         [ "$survivors" = 0 ] && return 0
@@ -80,16 +98,22 @@ if [ "$status" = 0 ]; then
     status=$?
 fi
 
-# 5. Publish: grade.json, then reward.json, each renamed into place inside OUT; reward.json last.
-#    A run that left no reward is an infrastructure error with the fallback reward 0.
+# 5. Publish: reward-details.json (the per-check view Harbor's viewer shows) and grade.json,
+#    then reward.json, each renamed into place inside OUT; reward.json last. A run that left no
+#    reward is an infrastructure error with the fallback reward 0; test-stdout.txt and
+#    reward-details.json say that this 0.0 is a fallback, not a measured repair.
 if [ ! -s "$WORK/out/grade.json" ] || [ ! -s "$WORK/out/reward.json" ]; then
-    printf '{"authored_usd": 0.0, "infrastructure_error": "the verifier left no reward (exit %s)", "status": "infrastructure_error"}\n' \
+    printf '{"authored_usd": 0.0, "infrastructure_error": "the verifier left no reward (exit %s)", "reasons": [], "status": "infrastructure_error"}\n' \
         "$status" > "$WORK/out/grade.json"
     printf '{"authored_usd": 0.0}\n' > "$WORK/out/reward.json"
     status=3
 fi
-for name in grade.json reward.json; do
+env -i PATH="$PATH" LANG=C.UTF-8 "$PYTHON" -I -B "$DETAILS" "$WORK/out/grade.json" "$WORK/out/reward-details.json" \
+    || rm -f -- "$WORK/out/reward-details.json"
+env -i PATH="$PATH" LANG=C.UTF-8 "$PYTHON" -I -B -c "$SUMMARY" "$WORK/out/grade.json" || status=3
+for name in reward-details.json grade.json reward.json; do
+    [ -e "$WORK/out/$name" ] || continue
     cp -- "$WORK/out/$name" "$OUT/.$name.partial" && mv -f -- "$OUT/.$name.partial" "$OUT/$name" || status=3
 done
-chmod 644 "$OUT/grade.json" "$OUT/reward.json" 2>/dev/null
+chmod 644 "$OUT/grade.json" "$OUT/reward.json" "$OUT/reward-details.json" 2>/dev/null
 exit "$status"
