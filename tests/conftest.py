@@ -1,5 +1,15 @@
 """Fixtures shared by the verifier's own tests."""
+import sys
+from pathlib import Path
+
 import pytest
+
+# The tests import their helpers as `tests.*`, the benchmarks' code as `bench.*` and the fixture
+# builders as `fixtures.*`: the checkout's root goes on sys.path, as `python -m pytest` puts it
+# there, so that the README's plain `pytest tests` imports them too.
+ROOT = str(Path(__file__).resolve().parent.parent)
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
 
 
 @pytest.fixture

@@ -149,3 +149,18 @@ def test_every_extra_has_its_install_size_in_the_readme():
     assert set(rows) == {"core", *extras}, rows
     script = (ROOT / "tools" / "install_sizes.sh").read_text()
     assert set(re.search(r"for extra in ([\w ]+); do", script).group(1).split()) == {"none", "core", *extras}
+
+
+def test_the_second_command_collects_every_test_module_with_the_pytest_script(tmp_path):
+    """`pytest tests`, the console script (not `python -m pytest`, which puts the current folder on
+    sys.path), imports the modules that use `tests.*`, `bench.*` and `fixtures.*` helpers."""
+    import os
+    import subprocess
+    import sys
+
+    script = Path(sys.executable).with_name("pytest")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTEST_ADDOPTS")}
+    modules = ["tests/test_authoring.py", "tests/test_physical_grade.py", "tests/test_damaged_partial_repairs.py"]
+    done = subprocess.run([str(script), "--collect-only", "-q", "-p", "no:cacheprovider", *modules], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
