@@ -245,13 +245,22 @@ def empty_space_samples(body_bounds_min, body_bounds_max, reference_solids, coun
     count = int(count)
     if count <= 0 or not (np.isfinite(lo).all() and np.isfinite(hi).all()) or np.any(hi < lo):
         return np.zeros((0, 3))
+    return _box_rejection_samples(lo, hi, count, seed, lambda pts: ~inside_any(pts, reference_solids, clearance),
+                                  min_batch=1024, max_rounds=max_rounds)
+
+
+def _box_rejection_samples(lo: np.ndarray, hi: np.ndarray, count: int, seed: int, keep, *, min_batch: int,
+                           max_rounds: int) -> np.ndarray:
+    """Up to ``count`` seeded uniform samples of the box [lo, hi] for which ``keep(points)`` is
+    true, drawn in batches of at least ``min_batch`` until ``count`` are kept or ``max_rounds``
+    batches are spent."""
     rng = np.random.Generator(np.random.PCG64(int(seed)))
-    batch = max(2 * count, 1024)
+    batch = max(2 * count, min_batch)
     kept, have = [], 0
     for _ in range(max_rounds):
         pts = lo + rng.random((batch, 3)) * (hi - lo)
-        free = pts[~inside_any(pts, reference_solids, clearance)]
-        kept.append(free[: count - have])
+        pts = pts[keep(pts)]
+        kept.append(pts[: count - have])
         have += len(kept[-1])
         if have >= count:
             break
@@ -263,17 +272,8 @@ def _inside_samples(solid: Solid, count: int, seed: int, max_rounds: int = 64) -
     lo, hi = solid.bounds
     if count <= 0 or not (np.isfinite(lo).all() and np.isfinite(hi).all()) or np.any(hi <= lo):
         return np.zeros((0, 3))
-    rng = np.random.Generator(np.random.PCG64(int(seed)))
-    batch = max(2 * count, 256)
-    kept, have = [], 0
-    for _ in range(max_rounds):
-        pts = lo + rng.random((batch, 3)) * (hi - lo)
-        pts = pts[solid.contains(pts, 0.0)]
-        kept.append(pts[: count - have])
-        have += len(kept[-1])
-        if have >= count:
-            break
-    return np.concatenate(kept)
+    return _box_rejection_samples(lo, hi, count, seed, lambda pts: solid.contains(pts, 0.0),
+                                  min_batch=256, max_rounds=max_rounds)
 
 
 def volume_samples(solids, count: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
