@@ -17,20 +17,14 @@ def terminus_reply(commands: list[str], complete: bool, analysis: str = "") -> s
                        "commands": [{"keystrokes": c, "duration": 6.0} for c in commands], "task_complete": complete})
 
 
-class ScriptedModel:
-    def __init__(self, replies: list[str]):
-        self.replies = list(replies)
-        self.requests: list[dict] = []
-        self.lock = threading.Lock()
-        handler = self._handler()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+class _BackgroundServer:
+    """A ThreadingHTTPServer on its own thread while the `with` block runs."""
+
+    def __init__(self, host: str, handler: type[BaseHTTPRequestHandler]):
+        self.server = ThreadingHTTPServer((host, 0), handler)
         self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
 
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def __enter__(self) -> "ScriptedModel":
+    def __enter__(self):
         self.thread.start()
         return self
 
@@ -38,6 +32,18 @@ class ScriptedModel:
         self.server.shutdown()
         self.server.server_close()
         self.thread.join(timeout=10)
+
+
+class ScriptedModel(_BackgroundServer):
+    def __init__(self, replies: list[str]):
+        self.replies = list(replies)
+        self.requests: list[dict] = []
+        self.lock = threading.Lock()
+        super().__init__("127.0.0.1", self._handler())
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
 
     def _next(self, body: dict) -> str | None:
         with self.lock:
@@ -80,7 +86,7 @@ class ScriptedModel:
         return Handler
 
 
-class CountingServer:
+class CountingServer(_BackgroundServer):
     """A plain HTTP server (the target of a fetch the network policy must stop): counts requests."""
 
     def __init__(self, host: str):
@@ -98,19 +104,9 @@ class CountingServer:
                 self.end_headers()
                 self.wfile.write(b"ok")
 
-        self.server = ThreadingHTTPServer((host, 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
+        super().__init__(host, Handler)
 
     @property
     def url(self) -> str:
         host, port = self.server.server_address[:2]
         return f"http://{host}:{port}/reference/ant.usda"
-
-    def __enter__(self) -> "CountingServer":
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=10)
