@@ -31,9 +31,12 @@ from usd_repair_verifier.profiles.result_record import (STAGE_POWERS, CheckResul
 MAX_LOG_RATIO = 50.0
 
 # An error within this fraction of the input's frozen error is the input's error: the same
-# geometry measured with other builds of numpy or scipy differs in its last bits (seen:
-# 0.009148486447648832 against a frozen 0.009148486447648839), which must not read as a repair.
-SAME_AS_INPUT_RELATIVE = 1e-9
+# broken geometry measured with other builds of numpy or scipy differs in its last bits (seen:
+# 0.009148486447648832 against a frozen 0.009148486447648839), and a surface fit whose ICP takes
+# another path by a rounding differs by a few millionths of itself (seen: a residual of
+# 0.010679006652 m against a frozen 0.010679054640 m, 4.5e-6 of it). Neither is a repair; a
+# real one moves the error by far more than a ten-thousandth.
+SAME_AS_INPUT_RELATIVE = 1e-4
 
 
 @dataclass(frozen=True)
