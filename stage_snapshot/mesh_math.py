@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .content_cache import CACHE
+
 _PAIR_CHUNK = 1_000_000  # point-triangle pairs evaluated per numpy batch
 _BRUTE_TRIANGLES = 32  # proximity: meshes this small are tested against every point
 _NEAREST_FIRST = 4  # proximity: triangles with the nearest centroids are tried first
@@ -78,10 +80,15 @@ class Hull:
 
 
 def convex_hull(points) -> Hull | None:
-    """The hull of at least four affinely independent finite points; None when flat or fewer."""
+    """The hull of at least four affinely independent finite points; None when flat or fewer.
+    The same points (byte for byte, in the same order) get the hull computed before (content_cache.py)."""
+    pts = as_points(points)
+    return CACHE.get_or_compute("convex_hull", (pts,), lambda: _convex_hull(pts))
+
+
+def _convex_hull(pts: np.ndarray) -> Hull | None:
     from scipy.spatial import ConvexHull, QhullError
 
-    pts = as_points(points)
     # duplicates dropped in the points' own order: Qhull takes sorted input markedly slower
     pts = pts[np.sort(np.unique(pts, axis=0, return_index=True)[1])]
     if len(pts) < 4 or not np.isfinite(pts).all():
@@ -121,10 +128,15 @@ def flat_hull_triangles(points) -> np.ndarray | None:
 def triangles_mass(tris) -> tuple[float, np.ndarray, np.ndarray]:
     """Unit-density volume, centre of mass and inertia tensor (about the centre of mass) of a
     closed triangle surface (n, 3, 3), by ``trimesh.triangles.mass_properties`` (divergence
-    theorem). Inverted winding is corrected (volume made positive); zero volume gives zeros."""
+    theorem). Inverted winding is corrected (volume made positive); zero volume gives zeros.
+    The same triangles get the integrals computed before (content_cache.py)."""
+    tris = np.asarray(tris, dtype=np.float64).reshape(-1, 3, 3)
+    return CACHE.get_or_compute("triangles_mass", (tris,), lambda: _triangles_mass(tris))
+
+
+def _triangles_mass(tris: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
     import trimesh
 
-    tris = np.asarray(tris, dtype=np.float64).reshape(-1, 3, 3)
     if len(tris) == 0:
         return 0.0, np.zeros(3), np.zeros((3, 3))
     props = trimesh.triangles.mass_properties(tris)

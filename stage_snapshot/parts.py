@@ -21,6 +21,7 @@ from . import geometry, mass, materials, typed_read
 from .surface_fit import Surface
 from .surface_sampling import canonical_soup, sample_surface
 from .collider_model import ColliderModels, mesh_approximation
+from .content_cache import CACHE
 from .model import Collider, VisualComponent
 
 VISIBLE_PURPOSES = (UsdGeom.Tokens.default_, UsdGeom.Tokens.render)
@@ -41,6 +42,24 @@ def owner_body(path: str, body_paths: set[str]) -> str | None:
 def content_seed(seed: int, soup: geometry.TriangleSoup) -> int:
     key = f"{len(soup.faces)}:{soup.area:.6g}".encode()
     return (int(seed) * 1_000_003 + zlib.crc32(key)) % (2**32)
+
+
+def visible_surface(soup: geometry.TriangleSoup | None, surface_samples: int, seed: int) -> Surface | None:
+    """A visible part's world triangles as a canonical Surface with its seeded samples; None for a
+    part with no area (scaled to nothing, it renders nothing). The same triangles (the same bytes:
+    a healthy part of a candidate, a mesh met in an earlier grade) get the Surface computed before."""
+    if soup is None or len(soup.faces) == 0:
+        return None
+    return CACHE.get_or_compute("visible_surface", (soup.vertices, soup.faces, int(surface_samples), int(seed)),
+                                lambda: _visible_surface(soup, surface_samples, seed))
+
+
+def _visible_surface(soup: geometry.TriangleSoup, surface_samples: int, seed: int) -> Surface | None:
+    # canonical: the same triangles in any order give the same samples and digest
+    canonical = canonical_soup(soup)
+    if not geometry.has_surface(canonical):
+        return None
+    return Surface.of(canonical, sample_surface(canonical, surface_samples, content_seed(seed, canonical)))
 
 
 _SIZE_ATTRIBUTES = ("size", "radius", "height", "radiusTop", "radiusBottom", "width", "length", "axis")
@@ -94,19 +113,14 @@ def read_parts(stage: Usd.Stage, body_paths: set[str], mpu: float, kgpu: float, 
         world = xforms.GetLocalToWorldTransform(prim)
         start = time.perf_counter()
         if is_visible(prim):
-            soup = geometry.prim_triangles(prim, world, mpu)
-            # canonical: the same triangles in any order give the same samples and digest
-            canonical = canonical_soup(soup) if soup is not None and len(soup.faces) else None
-            # A part scaled to nothing (zero area) renders nothing: it is not a visible component.
-            if canonical is not None and geometry.has_surface(canonical):
-                surface = Surface.of(canonical, sample_surface(canonical, surface_samples,
-                                                               content_seed(seed, canonical)))
+            surface = visible_surface(geometry.prim_triangles(prim, world, mpu), surface_samples, seed)
+            if surface is not None:
                 components[path] = VisualComponent(
                     path=path,
                     name=prim.GetName(),
                     body=body,
                     type=str(prim.GetTypeName()),
-                    triangle_count=int(len(canonical.faces)),
+                    triangle_count=int(len(surface.faces)),
                     area=surface.area,
                     centroid=tuple(float(c) for c in surface.centroid),
                     samples=surface.samples,
