@@ -46,6 +46,8 @@ AUTHOR = "usd-repair-verifier"   # task.toml's metadata.author_name: what marks 
 # grade reads it only when the case's profile says closed_book (tasks are closed book by default).
 TRAJECTORY = f"{TRAJECTORY_FOLDER}/trajectory.json"
 DETAILS_SCRIPT = "reward_details.py"   # grade.json -> reward-details.json, beside test.sh in tests/
+# The verifier image's bytecode tree (tests/Dockerfile compiles it; test.sh only reads it).
+PYCACHE = "/opt/usdgrade/pycache"
 TASK_ORG = "usdgrade"
 TASK_VERSION = "1.0.0"
 SEMVER = re.compile(r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?")
@@ -77,18 +79,24 @@ def render(template: str, **values: str) -> str:
 def render_test_sh(*, verifier: str = "/opt/usdgrade/verifier", python: str = "/opt/usdgrade/venv/bin/python",
                    case: str = "/tests/case", submission: str = "/app", out: str = "/logs/verifier",
                    time_limit: float = TIME_LIMIT_S, end_processes: bool = True,
-                   trajectory: str | None = TRAJECTORY, details: str = f"/tests/{DETAILS_SCRIPT}") -> str:
+                   trajectory: str | None = TRAJECTORY, details: str = f"/tests/{DETAILS_SCRIPT}",
+                   pycache: str = PYCACHE) -> str:
     """The shipped test.sh takes the defaults. Tests render copies with their own paths, and
     without the process sweep when they do not run in a PID namespace of their own."""
-    from usd_repair_verifier.scoring.sealed import BOOTSTRAP
-
-    if "'" in BOOTSTRAP:
-        raise TaskError("the bootstrap cannot be single-quoted in test.sh")
     sweep = "end_other_processes" if end_processes else "# (this copy does not end other processes)"
     extra = f"--trajectory={_shell_word(trajectory)}" if trajectory else ""
     return render("test.sh.in", VERIFIER=_shell_word(verifier), PYTHON=_shell_word(python), CASE=_shell_word(case),
                   SUBMISSION=_shell_word(submission), OUT=_shell_word(out), TIME_LIMIT=f"{time_limit:g}",
-                  BOOTSTRAP=BOOTSTRAP, END_PROCESSES=sweep, GRADE_EXTRA=extra, DETAILS=_shell_word(details))
+                  BOOTSTRAP=_bootstrap(), PYCACHE=_shell_word(pycache), END_PROCESSES=sweep, GRADE_EXTRA=extra, DETAILS=_shell_word(details))
+
+
+def _bootstrap() -> str:
+    """The sealed grade's bootstrap (scoring/sealed.py), as test.sh and the Dockerfile quote it."""
+    from usd_repair_verifier.scoring.sealed import BOOTSTRAP
+
+    if "'" in BOOTSTRAP:
+        raise TaskError("the bootstrap cannot be single-quoted in test.sh")
+    return BOOTSTRAP
 
 
 def _shell_word(path: str) -> str:
@@ -195,7 +203,7 @@ def _write_task_toml(out: Path, case, options: TaskOptions) -> None:
 
 
 def _write_tests(tests: Path, case, options: TaskOptions, instruction: str) -> None:
-    _write(tests / "Dockerfile", render("verifier.Dockerfile", BASE_IMAGE=options.base_image))
+    _write(tests / "Dockerfile", render("verifier.Dockerfile", BASE_IMAGE=options.base_image, BOOTSTRAP=_bootstrap()))
     shutil.copyfile(TEMPLATES / "requirements.txt", tests / "requirements.txt")
     _write(tests / "test.sh", render_test_sh(trajectory=TRAJECTORY if options.closed_book else None), executable=True)
     shutil.copyfile(TEMPLATES / DETAILS_SCRIPT, tests / DETAILS_SCRIPT)

@@ -14,7 +14,9 @@ and `PYTHON*` variables. The sealed session closes each of those doors:
 - `--noconftest`: no conftest.py from anywhere (the plugin is loaded with `-p` instead);
 - `--disable-plugin-autoload`: only the plugins named here (the grade's, json-report, xdist);
 - every value is passed as `--option=value`, so pytest's early parse never mistakes the
-  case, the submission or the output folder for a test path.
+  case, the submission or the output folder for a test path;
+- `--assert=plain`: no assertion rewriting (the grade's failure lines are its asserts' own
+  messages), so no module is recompiled for it.
 
 `command()` is the argv a caller runs (usdgrade grade, the Harbor task's test.sh);
 `main()` is what that argv executes inside the isolated interpreter.
@@ -69,6 +71,10 @@ def pytest_argv(case: str, submission: str, out: str, *, time_limit: float | Non
         str(VERIFIER_ROOT / "checks"),
         f"--config-file={GRADE_INI}", f"--rootdir={VERIFIER_ROOT}", "--noconftest", "--disable-plugin-autoload",
         "-p", "usd_repair_verifier.scoring.plugin", "-p", "pytest_jsonreport.plugin", "-p", "no:cacheprovider",
+        # The grade's asserts carry their own message (the check, its target, each failing component),
+        # the first line of which is all a report keeps: pytest's rewriting of them would only recompile
+        # the grading tests and the plugin in every grade (-B keeps no rewritten bytecode).
+        "--assert=plain",
         f"--case={case}", f"--submission={submission}", f"--out={out}", "-q",
     ]
     if time_limit:

@@ -88,11 +88,12 @@ else
 fi
 
 # 4. The grade: the verifier's interpreter, isolated (-I -B), with an empty environment, reading
-#    bytecode only from a private, empty cache (a planted __pycache__/*.pyc is never loaded).
+#    bytecode only from the tree compiled into the verifier's image when it was built (read-only,
+#    never written here; a planted __pycache__/*.pyc beside any source is never loaded).
 if [ "$status" = 0 ]; then
     cd "$WORK" || exit 3
     env -i PATH="$PATH" HOME="$WORK" TMPDIR="$WORK/tmp" LANG=C.UTF-8 \
-        "$PYTHON" -I -B -X pycache_prefix="$WORK/pycache" -c "$BOOTSTRAP" "$VERIFIER" \
+        "$PYTHON" -I -B -X pycache_prefix=/opt/usdgrade/pycache -c "$BOOTSTRAP" "$VERIFIER" \
         --case="$CASE" --submission="$WORK/submission" --out="$WORK/out" \
         --time-limit="$TIME_LIMIT" "${GRADE_EXTRA[@]}"
     status=$?
