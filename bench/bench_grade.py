@@ -6,7 +6,8 @@ Per asset (the reference package graded as the candidate of a case):
   grade    wall time of the operator's exact command, `python -m pytest checks ...`, in a child,
            run by the operator's install: a venv holding only the verifier and its dependencies
            (/tmp/usdgrade-bench-venv, `pip install -e .`, made on demand; `--python PATH` picks
-           another interpreter: a machine with more pytest plugins starts slower)
+           another interpreter: a machine with more pytest plugins starts slower), with the
+           verifier's bytecode compiled first as an install has it
   floor    a fresh python that imports pxr, opens both stages and runs the UsdPhysics parser on both
   peer     omniverse-asset-validator's `omni_asset_validate` on the candidate root layer (own venv in
            /tmp/oav-venv, created on demand; "unavailable" with the reason when it cannot be installed)
@@ -111,6 +112,18 @@ def run_child(command: list[str], timeout: float, cwd: Path = REPO, measure_memo
         # ru_maxrss of the children is a running maximum: only a new maximum is attributable.
         peak = after / 1024 if after > before else None
     return wall, peak, proc
+
+
+def compile_verifier() -> None:
+    """The verifier's bytecode, compiled before anything is timed, as an install has it (pip
+    install . compiles it, a Harbor task's image compiles a grade's; the children below run with
+    PYTHONDONTWRITEBYTECODE and the sealed grade with -B, so without this every timed grade of a
+    checkout compiled the verifier's modules from source)."""
+    folders = [str(REPO / "usd_repair_verifier")] + sorted(
+        str(p.parent) for p in REPO.glob("*/__init__.py") if p.parent.name not in ("bench", "tests", "tests_harbor"))
+    _, _, proc = run_child([PYTHON, "-m", "compileall", "-q", *folders], 300)
+    if proc.returncode != 0:
+        print(f"compileall: {(proc.stdout + proc.stderr).strip()[-300:]}")
 
 
 def root_layer(package: Path) -> Path:
@@ -419,6 +432,7 @@ def run(args: argparse.Namespace) -> int:
     global PYTHON
     PYTHON = args.python or ensure_grading_venv(max(args.timeout, 300.0))
     print(f"grading with {PYTHON}")
+    compile_verifier()
     timeout = min(args.timeout, 50.0) if args.quick else args.timeout
     work_ctx = tempfile.TemporaryDirectory(prefix="bench_grade_") if args.keep is None else None
     work = Path(work_ctx.name) if work_ctx else args.keep

@@ -20,9 +20,16 @@ from typing import Any, Iterator
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
+from pydantic import BaseModel, ValidationError
+
 from . import schema
 from .grades import check_rows, grade_columns, separate_columns
 from .harbor import json_problem
+from .models import CHECK_ROW, EPISODE_ROW, GRADE_ROW, META_ROW, PHYSICAL_ROW, VISUAL_ROW
+
+# The typed row each table is written from (records/models.py derives them from the tables).
+ROW_MODELS = {schema.episodes.name: EPISODE_ROW, schema.grades.name: GRADE_ROW, schema.checks.name: CHECK_ROW,
+              schema.visual.name: VISUAL_ROW, schema.physical.name: PHYSICAL_ROW, schema.meta.name: META_ROW}
 
 DEFAULT_URL = "sqlite:///records.sqlite"
 
@@ -182,9 +189,8 @@ class Store:
             for step in range(version + 1, schema.SCHEMA_VERSION + 1):
                 schema.MIGRATIONS[step](connection)
             if version < schema.SCHEMA_VERSION:
-                self._upsert(connection, schema.meta, {"key": "schema_version",
-                                                       "value": str(schema.SCHEMA_VERSION)},
-                             key=["key"], compare=None)
+                self._upsert(connection, schema.meta, self._typed(schema.meta, {
+                    "key": "schema_version", "value": str(schema.SCHEMA_VERSION)}), key=["key"], compare=None)
             self._check_columns(connection)
 
     def _check_columns(self, connection: sa.Connection) -> None:
@@ -201,16 +207,28 @@ class Store:
     def _insert(self):
         return postgresql.insert if self.dialect == "postgresql" else sqlite.insert
 
-    def _upsert(self, connection: sa.Connection, table: sa.Table, row: dict, *, key: list[str],
-                compare: str | None = "record_digest") -> str:
-        """Insert ``row`` or update it in place; with ``compare``, an equal digest writes nothing."""
+    @staticmethod
+    def _typed(table: sa.Table, fields: dict) -> BaseModel:
+        """The table's typed row of ``fields`` (every column, each of its column's type)."""
+        try:
+            return ROW_MODELS[table.name](**fields)
+        except ValidationError as error:
+            first = error.errors()[0] if error.errors() else {}
+            where = ".".join(str(p) for p in first.get("loc", ())) or "a column"
+            raise StoreError(f"the {table.name} row cannot be stored: {where}: {first.get('msg', error)}") from None
+
+    def _upsert(self, connection: sa.Connection, table: sa.Table, typed: BaseModel, *, key: list[str],
+                compare: str | None = "record_digest", keep: tuple[str, ...] = ()) -> str:
+        """Insert the typed row or update it in place; with ``compare``, an equal digest writes
+        nothing; the columns in ``keep`` are left as stored (and written only by an insert)."""
+        row = typed.model_dump()
         existing = connection.execute(
             sa.select(table.c[compare] if compare else sa.literal(1))
             .where(*(table.c[k] == row[k] for k in key))).first()
         if existing is not None and compare and existing[0] == row[compare]:
             return "unchanged"
         statement = self._insert()(table).values(**row)
-        updates = {name: statement.excluded[name] for name in row if name not in key}
+        updates = {name: statement.excluded[name] for name in row if name not in key and name not in keep}
         statement = statement.on_conflict_do_update(index_elements=key, set_=updates)
         connection.execute(statement)
         return "inserted" if existing is None else "updated"
@@ -229,10 +247,10 @@ class Store:
             raise StoreError(f"the episode cannot be stored: {problem}")
         digest_fields = {k: v for k, v in row.items() if k != "attempt"}
         row["record_digest"] = canonical_digest(digest_fields)
+        typed = self._typed(schema.episodes, row)
+        keep = ("attempt",) if fields.get("attempt") is None else ()   # keep a numbering computed earlier
         with self.transaction() as connection:
-            if fields.get("attempt") is None:        # keep a numbering computed earlier
-                row.pop("attempt")
-            return self._upsert(connection, schema.episodes, row, key=["episode_id"])
+            return self._upsert(connection, schema.episodes, typed, key=["episode_id"], keep=keep)
 
     def _require_episode(self, connection: sa.Connection, episode_id: str) -> None:
         found = connection.execute(sa.select(schema.episodes.c.episode_id)
@@ -250,20 +268,19 @@ class Store:
         problem = json_problem(grade, "grade.json")
         if problem:
             raise StoreError(f"the grade cannot be stored: {problem}")
-        row = {"episode_id": episode_id, "origin": origin, **columns,
-               "record_digest": record_digest or canonical_digest(grade), "grade_json": grade}
+        typed = self._typed(schema.grades, {"episode_id": episode_id, "origin": origin, **columns,
+                                            "record_digest": record_digest or canonical_digest(grade),
+                                            "grade_json": grade})
         key = ["episode_id", "scoring_version", "verifier_version"]
+        ids = {k: getattr(typed, k) for k in key}
+        checks = [self._typed(schema.checks, {**item, **ids}).model_dump() for item in check_rows(grade)]
         with self.transaction() as connection:
             self._require_episode(connection, episode_id)
-            outcome = self._upsert(connection, schema.grades, row, key=key)
+            outcome = self._upsert(connection, schema.grades, typed, key=key)
             if outcome != "unchanged":
-                where = [schema.checks.c[k] == row[k] for k in key]
-                connection.execute(sa.delete(schema.checks).where(*where))
-                rows = check_rows(grade)
-                for item in rows:
-                    item.update({k: row[k] for k in key})
-                if rows:
-                    connection.execute(sa.insert(schema.checks), rows)
+                connection.execute(sa.delete(schema.checks).where(*(schema.checks.c[k] == v for k, v in ids.items())))
+                if checks:
+                    connection.execute(sa.insert(schema.checks), checks)
             return outcome
 
     def upsert_separate(self, kind: str, episode_id: str, record: dict, *,
@@ -278,12 +295,12 @@ class Store:
         problem = json_problem(record, f"{kind}.json")
         if problem:
             raise StoreError(f"the {kind} record cannot be stored: {problem}")
-        row = {"episode_id": episode_id, **columns,
-               "record_digest": record_digest or canonical_digest(record), "record": record}
+        table = schema.SEPARATE_TABLES[kind]
+        typed = self._typed(table, {"episode_id": episode_id, **columns,
+                                    "record_digest": record_digest or canonical_digest(record), "record": record})
         with self.transaction() as connection:
             self._require_episode(connection, episode_id)
-            return self._upsert(connection, schema.SEPARATE_TABLES[kind], row,
-                                key=["episode_id", "grader_version"])
+            return self._upsert(connection, table, typed, key=["episode_id", "grader_version"])
 
     def renumber_attempts(self) -> int:
         """Number the trials of each (task, agent, model) 1, 2, ... by start time, then trial name."""

@@ -224,6 +224,22 @@ def test_api_refuses_what_it_cannot_key(store):
         store.upsert_separate("audio", eid, {})
 
 
+def test_every_row_is_written_from_its_tables_typed_model(store):
+    """Each table has its typed row (records/models.py, derived from the table), and a value of
+    another type than its column's is refused as one line before anything is written."""
+    from usd_repair_verifier.records import schema
+    from usd_repair_verifier.records.store import ROW_MODELS
+
+    assert sorted(ROW_MODELS) == sorted(schema.metadata.tables)
+    for name, model in ROW_MODELS.items():
+        assert list(model.model_fields) == [c.name for c in schema.metadata.tables[name].columns]
+    with pytest.raises(StoreError, match=r"^the episodes row cannot be stored: attempt: "):
+        store.upsert_episode({"episode_id": "typed", "source": "harbor", "attempt": "first"})
+    with pytest.raises(StoreError, match=r"^the episodes row cannot be stored: agent_seconds: "):
+        store.upsert_episode({"episode_id": "typed", "source": "harbor", "agent_seconds": {"s": 1}})
+    assert store.get_episode("typed") is None
+
+
 def test_a_store_of_a_newer_schema_is_refused(store_url):
     with open_store(store_url) as store:
         with store.engine.begin() as connection:
