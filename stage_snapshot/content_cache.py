@@ -3,10 +3,12 @@
 Most of a repair is untouched: a candidate's meshes are usually byte for byte the reference's,
 and a re-grading worker meets the same meshes in submission after submission. A convex hull, a
 mesh's mass integrals and a visible part's canonical surface with its samples are pure functions
-of their input arrays (and the profile's sample count and seed), so the second time the same
+of their input arrays (and the profile's sample count and seed), and so is the rigid fit of one
+part's surface to another's (by their digests and samples), so the second time the same
 content comes along its result is taken from here instead of being computed again: within a grade
 (the candidate after the reference) and across the grades of one process (the warm re-grading
-worker, the test suite's in-process grades).
+worker, where most submissions of a case leave the same parts as the input left them; the test
+suite's in-process grades).
 
 The key is a BLAKE2b digest of the computation's name and every input: an array by its dtype,
 shape and bytes, anything else by its repr. A hit is the very value a fresh computation gives
@@ -69,10 +71,12 @@ class ContentCache:
             self._stored = 0
             self.hits = self.misses = 0
 
-    def get_or_compute(self, kind: str, inputs: tuple, compute: Callable[[], T]) -> T:
+    def get_or_compute(self, kind: str, inputs: tuple, compute: Callable[[], T], *,
+                       min_bytes: int = MIN_INPUT_BYTES) -> T:
         """``compute()``'s value for these inputs: a copy of the stored one when the same content
-        came before, else computed now (and kept when the inputs are large enough to be worth it)."""
-        if _input_bytes(inputs) < MIN_INPUT_BYTES:
+        came before, else computed now (and kept when the inputs hold at least ``min_bytes`` of
+        arrays: a computation that is costly whatever its size passes 0)."""
+        if _input_bytes(inputs) < min_bytes:
             return compute()
         key = self.key(kind, inputs)
         with self._lock:

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .content_cache import CACHE
 from .geometry import TriangleSoup, concatenate_soups
 from .surface_index import SurfaceIndex
 from .surface_sampling import area_and_centroid, canonical_soup, second_moments, surface_digest
@@ -203,6 +204,14 @@ def rigid_fit(ref: Surface, cand: Surface) -> dict:
     if len(ref.samples) == 0 or len(cand.samples) == 0:
         return {"rotation_deg": math.inf, "residual_m": math.inf, "rotation": np.eye(3), "translation": t0,
                 "how": "no surface to compare"}
+    # The fit is a function of the two surfaces (their digests) and their samples alone, and costs
+    # a few tenths of a second whatever the part's size: the same pair met again (a part the
+    # submissions of a case leave as the input had it) is taken from the content cache.
+    return CACHE.get_or_compute("rigid_fit", (ref.digest, cand.digest, ref.samples, cand.samples),
+                                lambda: _fit(ref, cand, t0), min_bytes=0)
+
+
+def _fit(ref: Surface, cand: Surface, t0: np.ndarray) -> dict:
     identity = _residual(ref, cand, np.eye(3), t0)
     if identity <= IDENTICAL_M:
         return {"rotation_deg": 0.0, "residual_m": identity, "rotation": np.eye(3), "translation": t0,

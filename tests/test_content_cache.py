@@ -131,3 +131,27 @@ def test_other_sampling_settings_are_not_served_the_earlier_samples(mesh_package
     for a, b in zip(one.components.values(), other.components.values()):
         assert not np.array_equal(a.samples, b.samples)
     assert content_cache.CACHE is CACHE
+
+
+def test_a_rigid_fit_met_again_is_the_fit_computed_before():
+    """The same pair of surfaces with the same samples (a part the submissions of a case leave as
+    the input had it) is fitted once; other samples of the same surfaces are fitted again."""
+    from tests import mesh_assets
+    from usd_repair_verifier.stage_snapshot.geometry import TriangleSoup
+    from usd_repair_verifier.stage_snapshot.parts import visible_surface
+    from usd_repair_verifier.stage_snapshot.surface_fit import rigid_fit
+
+    pts, faces = mesh_assets.ellipsoid()
+    pts, faces = np.asarray(pts, dtype=np.float64), np.asarray(faces, dtype=np.int64)
+    angle = np.radians(30.0)
+    turn = np.array([[np.cos(angle), -np.sin(angle), 0.0], [np.sin(angle), np.cos(angle), 0.0], [0.0, 0.0, 1.0]])
+    ref = visible_surface(TriangleSoup(pts, faces), 256, 1)
+    cand = visible_surface(TriangleSoup(pts @ turn.T + [0.1, 0.0, 0.0], faces), 256, 1)
+    CACHE.clear()
+    first = rigid_fit(ref, cand)
+    again = rigid_fit(ref, cand)
+    assert CACHE.hits == 1 and first["how"] == "rigid fit"
+    assert _plain(sorted(first.items())) == _plain(sorted(again.items()))
+    resampled = visible_surface(TriangleSoup(pts @ turn.T + [0.1, 0.0, 0.0], faces), 256, 2)
+    rigid_fit(ref, resampled)
+    assert CACHE.hits == 1 and CACHE.misses == 3   # the first fit, the resampled surface, its fit
