@@ -63,3 +63,29 @@ def test_several_scenes_pair_as_the_solver_pairs_them(cost):
     cost = np.array(cost)
     rows, cols = linear_sum_assignment(np.where(np.isfinite(cost), cost, 1e9))
     assert _pair_scenes(cost) == list(zip(rows, cols))
+
+
+def test_the_parent_of_usdgrade_grade_imports_none_of_the_apps():
+    """`usdgrade grade` parses its command line with the core parsers alone: the parent of the sealed
+    child imports no app (task, visual, physical, records, regrade, doctor), no pydantic, no pxr."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from usd_repair_verifier.commands import cli; "
+            "cli.build_parser(core_only=cli._command_word(['grade', 'DIR', '--case', 'C', '--out', 'O']) "
+            "in cli.CORE_COMMANDS).parse_args(['grade', 'DIR', '--case', 'C', '--out', 'O']); "
+            "print('\\n'.join(sorted(sys.modules)))")
+    modules = set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                                 cwd=ROOT).stdout.split())
+    assert "usd_repair_verifier.commands.cli" in modules
+    heavy = {m for m in modules if m.split(".")[0] in ("pydantic", "pxr", "numpy", "tqdm")
+             or m.startswith(("usd_repair_verifier.authoring", "usd_repair_verifier.visual",
+                              "usd_repair_verifier.physical", "usd_repair_verifier.records",
+                              "usd_repair_verifier.regrade", "usd_repair_verifier.profiles"))}
+    assert not heavy, sorted(heavy)
+
+
+def test_the_sealed_grade_rewrites_no_assert():
+    from usd_repair_verifier.scoring.sealed import pytest_argv
+
+    assert "--assert=plain" in pytest_argv("C", "S", "O")
