@@ -76,8 +76,8 @@ class ContentCache:
         """``compute()``'s value for these inputs: a copy of the stored one when the same content
         came before, else computed now (and kept when the inputs hold at least ``min_bytes`` of
         arrays: a computation that is costly whatever its size passes 0)."""
-        if _input_bytes(inputs) < min_bytes:
-            return compute()
+        if _input_bytes(inputs) < min_bytes or any(isinstance(a, np.ndarray) and a.dtype.hasobject for a in inputs):
+            return compute()   # too small to be worth it, or an array of references (its bytes are addresses)
         key = self.key(kind, inputs)
         with self._lock:
             data = self._entries.get(key)

@@ -60,6 +60,10 @@ def test_small_inputs_are_computed_every_time_and_the_bound_drops_the_oldest():
     for _ in range(3):
         cache.get_or_compute("kind", (small,), lambda: calls.append(1))
     assert len(calls) == 3 and cache.stats()["entries"] == 0 and small.nbytes < MIN_INPUT_BYTES
+    objects = np.empty(5000, dtype=object)      # its bytes are addresses, never a content key
+    for _ in range(2):
+        cache.get_or_compute("kind", (objects,), lambda: calls.append(1))
+    assert len(calls) == 5 and cache.stats()["entries"] == 0
     arrays = [_points(2000, seed) for seed in range(5)]
     for a in arrays:
         cache.get_or_compute("kind", (a,), lambda a=a: a.copy())
