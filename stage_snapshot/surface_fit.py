@@ -22,7 +22,9 @@ seeded samples, digest and exact moments. ``rigid_fit(reference, candidate)``:
 
 Symmetry: a rotation that maps the surface onto itself is no error. Among the fits (and the
 identity) whose residual exceeds the best one's by at most ``SYMMETRY_SLOPE`` x (the angle
-between them, radians) x (the surface's rms radius), the smallest rotation is reported: turning
+between the fit and the nearest of the best fits, radians; the best fits are those within
+``IDENTICAL_M`` of the lowest residual: the best up to the part's symmetries) x (the surface's
+rms radius), the smallest rotation is reported: turning
 an asymmetric part by an angle moves its surface by about a third of angle x radius or more, a
 tessellated sphere or cylinder turned about its axis by far less (its facets' sag). A sphere
 rotated by 179 degrees therefore reports 0, an ellipsoid rotated by 0.6 degrees 0.6. The shape
@@ -225,11 +227,16 @@ def _fit(ref: Surface, cand: Surface, t0: np.ndarray) -> dict:
         r, t = _icp(ref, cand, starts[k], cand.centroid - starts[k] @ ref.centroid, _ICP_POINTS, _ITERATIONS)
         r, t = _icp(ref, cand, r, t, len(ref.samples), 8)
         fits.append((r, t, _residual(ref, cand, r, t)))
-    best_r, _, best = min(fits, key=lambda f: f[2])
+    best = min(f[2] for f in fits)
     radius = ref.rms_radius
+    # The fits within IDENTICAL_M of the best are the best up to the part's symmetries (a box
+    # turned by 180 degrees lies on itself), and which of them is lowest is rounding: a fit's angle
+    # is measured to the nearest of them. Measured to one of them, the identity could be 180
+    # degrees from it, and its allowance so large that a box turned 30 degrees read as unturned.
+    bests = [f[0] for f in fits if f[2] <= best + IDENTICAL_M]
 
     def equivalent(fit) -> bool:
-        gap = math.radians(rotation_angle_deg(fit[0] @ best_r.T))
+        gap = min(math.radians(rotation_angle_deg(fit[0] @ b.T)) for b in bests)
         return fit[2] <= best + max(IDENTICAL_M, SYMMETRY_SLOPE * gap * radius)
 
     chosen = min((f for f in fits if equivalent(f)), key=lambda f: rotation_angle_deg(f[0]))
