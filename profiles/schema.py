@@ -23,7 +23,7 @@ from .vocabulary import DEFAULT_CORRESPONDENCE, DEFAULT_SAMPLING, DEFAULT_TOLERA
 
 SCHEMA = "usd-repair-case-profile"
 SCHEMA_VERSION = 1
-SCORING_VERSION = "6"
+SCORING_VERSION = "7"
 
 
 class ProfileError(ValueError):
