@@ -362,6 +362,25 @@ def test_symmetric_cube_rotated_90_degrees_is_unmoved():
     assert out["rotation_deg"] == 0.0 and out["residual_m"] < 1e-9
 
 
+def test_a_part_with_half_turn_symmetries_turned_in_place_reads_its_turn():
+    """A box and an ellipsoid have 180-degree symmetries: their fits include equally good variants
+    a half turn apart, and which is lowest is rounding. Turned by 30 degrees (and moved or not),
+    the turn is read as 30 whichever variant wins; turned by 150, as the 30 of its symmetric
+    equivalent. (The ellipsoid turned 30 degrees and moved 0.1 m read 0: its identity fit was
+    measured against a half-turn variant.)"""
+    from tests import mesh_assets
+
+    pts, faces = mesh_assets.ellipsoid()                      # 16 x 8 x 4 cm
+    ellipsoid = TriangleSoup(np.asarray(pts, dtype=np.float64), np.asarray(faces, dtype=np.int64))
+    box = _box_soup((0.16, 0.08, 0.04), center=(0.0, 0.0, 0.0))
+    for soup in (ellipsoid, box):
+        for turn, reads in ((30.0, 30.0), (150.0, 30.0)):
+            for shift in ([0.0, 0.0, 0.0], [0.1, 0.0, 0.0]):
+                turned = _moved(soup, _rotation([0, 0, 1], turn), np.asarray(shift), about=(0.0, 0.0, 0.0))
+                out = rigid_fit(_surface(soup, count=256), _surface(turned, seed=4, count=256))
+                assert out["rotation_deg"] == pytest.approx(reads, abs=1e-3), (turn, shift, out)
+
+
 def test_fit_handles_an_empty_side():
     soup = _box_soup()
     empty = Surface.of(soup, np.zeros((0, 3)))
