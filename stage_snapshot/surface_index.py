@@ -9,8 +9,10 @@ centroids are nearest, then:
 
 - within ``exact_within`` metres of the surface (5 mm by default, five times the shape
   tolerance), exactly: again with every piece whose centroid lies within the best distance so
-  far + ``r_max``, which holds every piece that could be nearer. So a point on the surface gets
-  0 (to rounding) and every distance that decides a tolerance is exact;
+  far + ``r_max``, which holds every piece that could be nearer (of those, only the pieces whose
+  bounding sphere and plane both come within that distance are measured: the others cannot be
+  nearer). So a point on the surface gets 0 (to rounding) and every distance that decides a
+  tolerance is exact;
 - farther, the nearest of those 8 pieces: an upper bound that overstates the distance by at most
   ``r_max`` (the piece with the nearest centroid is within distance + r_max of the point). Exact
   far distances would compare each point with a number of pieces that grows with its distance;
@@ -34,6 +36,7 @@ __all__ = ["SurfaceIndex", "closest_on_triangles"]
 _FIRST = 8              # pieces tried first, nearest centroids
 EXACT_WITHIN_M = 0.005  # distances up to this are exact
 _PAIR_CHUNK = 400_000   # point-piece pairs evaluated per numpy batch
+_BOUND_SLACK = 1e-9     # of the coordinates' size: the rounding allowance of a pair's lower bound
 
 
 def _dot(u, v):
@@ -93,11 +96,30 @@ class SurfaceIndex:
             tris = _subdivide(tris, target, max_pieces=max(4 * len(tris), 100_000))
         self.pieces = tris
         centroid, radius = _triangle_radius(tris) if len(tris) else (np.zeros((0, 3)), np.zeros(0))
+        self.centroids, self.radii = centroid, radius
         self.r_max = float(radius.max()) if len(radius) else 0.0
         self.tree = kd_tree(centroid) if len(tris) else None
         n = np.cross(tris[:, 1] - tris[:, 0], tris[:, 2] - tris[:, 0]) if len(tris) else np.zeros((0, 3))
         length = np.sqrt(_dot(n, n)) if len(n) else np.zeros(0)
         self.normals = n / np.where(length > 0, length, 1.0)[:, None]
+        # The rounding allowance of the pair bounds (_may_reach): far above the error of a
+        # distance computed between coordinates of this size, far below any tolerance.
+        self._slack = _BOUND_SLACK * (float(np.abs(tris).max()) + self.r_max) if len(tris) else 0.0
+
+    def _may_reach(self, pts, pi, ti, bound) -> np.ndarray:
+        """Which pairs (point pi[i], piece ti[i]) may be within bound[i] of each other: a lower
+        bound of their distance, the larger of the distance to the piece's bounding sphere and to
+        its plane, is at most bound[i] (+ a rounding allowance). The rest are never nearer than
+        bound[i], so leaving them out changes no result: the ball of best + r_max holds every
+        piece that could be nearer, but for a surface of long slivers (the sides of a capsule,
+        cut only along their length) nearly all of them are far, measured: 1.9 million pairs
+        for 1,024 points, 57 thousand left after these two bounds."""
+        d = pts[pi] - self.centroids[ti]
+        keep = np.sqrt(_dot(d, d)) - self.radii[ti] <= bound + self._slack
+        pi, ti = pi[keep], ti[keep]
+        plane = np.abs(_dot(pts[pi] - self.pieces[ti, 0], self.normals[ti]))
+        keep[keep] = plane <= bound[keep] + self._slack
+        return keep
 
     def _evaluate(self, pts, pi, ti, best_d, best_q, best_t):
         for s in range(0, len(pi), _PAIR_CHUNK):
@@ -139,7 +161,8 @@ class SurfaceIndex:
                 sizes = np.fromiter((len(b) for b in balls), dtype=np.int64, count=len(rest))
                 pi = np.repeat(rest, sizes)
                 ti = np.concatenate([np.asarray(b, dtype=np.int64) for b in balls]) if sizes.sum() else pi[:0]
-                self._evaluate(pts, pi, ti, best_d, best_q, best_t)
+                keep = self._may_reach(pts, pi, ti, best_d[pi])
+                self._evaluate(pts, pi[keep], ti[keep], best_d, best_q, best_t)
         return best_d <= tolerance, best_d
 
     def closest(self, points, exact_within: float = EXACT_WITHIN_M) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -164,5 +187,6 @@ class SurfaceIndex:
                 sizes = np.fromiter((len(b) for b in balls), dtype=np.int64, count=len(rest))
                 pi = np.repeat(rest, sizes)
                 ti = np.concatenate([np.asarray(b, dtype=np.int64) for b in balls]) if sizes.sum() else pi[:0]
-                self._evaluate(pts, pi, ti, best_d, best_q, best_t)
+                keep = self._may_reach(pts, pi, ti, best_d[pi])
+                self._evaluate(pts, pi[keep], ti[keep], best_d, best_q, best_t)
         return best_d, best_q, self.normals[best_t]

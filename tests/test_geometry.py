@@ -428,3 +428,34 @@ def test_within_a_tolerance_is_exact():
         assert np.array_equal(inside, brute <= 1e-6)
         assert np.all(bound >= brute - 1e-15) and np.all(bound[inside] <= 1e-6)
     assert index.within(on, 1e-6)[0].all() and not index.within(off, 1e-6)[0].all()
+
+
+def test_the_pair_bounds_leave_out_no_piece_that_could_be_nearest():
+    """The exact pass measures only the pieces whose bounding sphere and plane come within the
+    best distance so far: distances, nearest points and normals are the very bits that measuring
+    every piece of the ball gives, on a capsule of long side slivers (most of a ball's pieces are
+    far) and a finely cut sphere, for points on the surface, on its triangles' shared edges and
+    corners (ties between pieces), inside it, off it, and with the whole scene 1 km away."""
+    import trimesh
+
+    capsule = trimesh.creation.capsule(height=1.0, radius=0.045, count=[48, 24])
+    sphere = trimesh.creation.icosphere(subdivisions=4, radius=0.05)
+    rng = np.random.Generator(np.random.PCG64(5))
+    for mesh in (capsule, sphere):
+        for origin in (np.zeros(3), np.array([1000.0, -1000.0, 500.0])):
+            tris = mesh.triangles + origin
+            on = trimesh.sample.sample_surface(mesh, 300, seed=6)[0]
+            corners = mesh.vertices[rng.integers(0, len(mesh.vertices), 100)]
+            edges = 0.5 * (mesh.vertices[mesh.edges[:100, 0]] + mesh.vertices[mesh.edges[:100, 1]])
+            points = [on, corners, edges, on * 0.5, on * 0.97, on * 1.03, on * 1.3]
+            index = SurfaceIndex(tris)
+            every_piece = SurfaceIndex(tris)
+            every_piece._may_reach = lambda pts, pi, ti, bound: np.ones(len(pi), dtype=bool)
+            for pts in points:
+                pts = pts + origin
+                got, want = index.closest(pts), every_piece.closest(pts)
+                for a, b in zip(got, want):
+                    assert np.array_equal(a, b, equal_nan=True)
+                for tolerance in (1e-6, 1e-3):
+                    for a, b in zip(index.within(pts, tolerance), every_piece.within(pts, tolerance)):
+                        assert np.array_equal(a, b)
