@@ -175,7 +175,23 @@ def free_space_samples(snapshot, body: str) -> np.ndarray:
     """The body's free-space samples, from its colliders and the snapshot's sampling settings."""
     seed = int(snapshot.sampling.get("seed", 0))
     count = int(snapshot.sampling.get("free_space_samples", DEFAULT_FREE_SPACE_SAMPLES))
-    return _free_space(body, snapshot.colliders, count, seed)
+    own = _own_solid_colliders(snapshot.colliders, body)
+    return _by_collider_digests("free_space", [(c.digest, c.shape) for c in own], count, seed,
+                                lambda: _free_space(body, snapshot.colliders, count, seed))
+
+
+def _own_solid_colliders(colliders: dict, body: str) -> list:
+    return [c for c in colliders.values() if c.body == body and c.enabled and c.solid is not None]
+
+
+def _by_collider_digests(kind: str, digests: list, count: int, seed: int, compute):
+    """Samples that are a function of the body's collider solids (each named by its digest: what
+    it is built from, parts._collider_digest) and the sampling settings, from the content cache:
+    a session's checks ask for the same body's again, and a process reads the same reference
+    many times. A collider without a digest is computed every time."""
+    if any(not digest for digest, *_ in digests):
+        return compute()
+    return CACHE.get_or_compute(kind, (tuple(digests), count, seed), compute, min_bytes=0)
 
 
 def with_free_space(snapshot):
@@ -223,7 +239,10 @@ def solid_samples(snapshot, body: str):
 def body_solid_samples(snapshot, body: str):
     seed = int(snapshot.sampling.get("seed", 0))
     count = int(snapshot.sampling.get("free_space_samples", DEFAULT_FREE_SPACE_SAMPLES))
-    return collider_solids.volume_samples(enabled_solids(snapshot, body), count, seed)
+    # volume_samples seeds each solid from its content, not its place: the digests in any order
+    own = _own_solid_colliders(snapshot.colliders, body) if body is not None else []
+    return _by_collider_digests("solid_samples", sorted((c.digest,) for c in own), count, seed,
+                                lambda: collider_solids.volume_samples(enabled_solids(snapshot, body), count, seed))
 
 
 def _free_space(body: str, colliders: dict, count: int, seed: int) -> np.ndarray:
@@ -234,7 +253,7 @@ def _free_space(body: str, colliders: dict, count: int, seed: int) -> np.ndarray
     recesses or a gripper's gap fills exactly these regions, however small they
     are next to the whole body.
     """
-    own = [c for c in colliders.values() if c.body == body and c.enabled and c.solid is not None]
+    own = _own_solid_colliders(colliders, body)
     solids = [c.solid for c in own]
     regions = []
     for index, collider in enumerate(own):

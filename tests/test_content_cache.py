@@ -159,3 +159,44 @@ def test_a_rigid_fit_met_again_is_the_fit_computed_before():
     resampled = visible_surface(TriangleSoup(pts @ turn.T + [0.1, 0.0, 0.0], faces), 256, 2)
     rigid_fit(ref, resampled)
     assert CACHE.hits == 1 and CACHE.misses == 3   # the first fit, the resampled surface, its fit
+
+
+def test_free_space_and_solid_samples_are_keyed_by_the_bodys_collider_solids():
+    """A body's free-space and solid samples are computed once for its colliders' digests and the
+    sampling settings: met again (another check, another read of the same reference) they are the
+    computed values; another collider, another sample count or seed is computed anew."""
+    import dataclasses
+
+    from usd_repair_verifier.profiles.case import load_case
+    from usd_repair_verifier.stage_snapshot import colliders as solids
+    from usd_repair_verifier.stage_snapshot.parts import _free_space, body_solid_samples, free_space_samples
+
+    case = load_case(Path(__file__).resolve().parent.parent / "fixtures" / "cases" / "cabinet_drawer_door")
+    snapshot = read_snapshot(case.reference_root_layer, case.profile.sampling, case.profile.preserved_namespaces)
+    body = next(b for b in sorted({c.body for c in snapshot.colliders.values() if c.body})
+                if len(free_space_samples(snapshot, b)))
+    seed = int(snapshot.sampling.get("seed", 0))
+    count = int(snapshot.sampling["free_space_samples"])
+    own = [c for c in snapshot.colliders.values() if c.body == body and c.enabled and c.solid is not None]
+    CACHE.clear()
+    first, again = free_space_samples(snapshot, body), free_space_samples(snapshot, body)
+    assert (CACHE.misses, CACHE.hits) == (1, 1) and first is not again
+    assert np.array_equal(first, again) and np.array_equal(first, _free_space(body, snapshot.colliders, count, seed))
+    held, held_again = body_solid_samples(snapshot, body), body_solid_samples(snapshot, body)
+    assert all(np.array_equal(a, b) for a, b in zip(held, held_again)) and CACHE.hits == 2
+    assert all(np.array_equal(a, b) for a, b in
+               zip(held, solids.volume_samples([c.solid for c in own], count, seed)))
+    # another collider (its digest is what its solid is built from): computed anew
+    changed = dataclasses.replace(snapshot, colliders={
+        k: (dataclasses.replace(c, digest=c.digest + "-other") if c is own[0] else c)
+        for k, c in snapshot.colliders.items()})
+    misses = CACHE.misses
+    free_space_samples(changed, body)
+    assert CACHE.misses == misses + 1
+    other = dataclasses.replace(snapshot, sampling={**snapshot.sampling, "seed": seed + 1})
+    assert not np.array_equal(free_space_samples(other, body), first) and CACHE.misses == misses + 2
+    # a collider with no digest is never served from the cache
+    undigested = dataclasses.replace(snapshot, colliders={k: dataclasses.replace(c, digest="")
+                                                          for k, c in snapshot.colliders.items()})
+    stats = CACHE.stats()
+    assert np.array_equal(free_space_samples(undigested, body), first) and CACHE.stats() == stats
