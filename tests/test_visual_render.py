@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from usd_repair_verifier.stage_snapshot.content_cache import CACHE
 from usd_repair_verifier.visual import raster, render
 
 REPO = Path(__file__).resolve().parent.parent
@@ -61,7 +62,9 @@ SMALL = render.SIZE // 4
 
 def test_same_bytes_same_pixels_in_process_and_in_a_fresh_interpreter(tmp_path):
     case = CASES / "ant_two_joint_faults"
+    CACHE.clear()   # drawn anew each time, not served from the content cache
     first = render.render_pair(case / "reference", case / "reference", size=SMALL)
+    CACHE.clear()
     second = render.render_pair(case / "reference", case / "reference", size=SMALL)
     digests = {f"{r}/{v}": first[r][v]["digest"] for r in ("reference", "candidate") for v in first["views"]}
     assert digests == {f"{r}/{v}": second[r][v]["digest"] for r in ("reference", "candidate") for v in second["views"]}
@@ -273,3 +276,27 @@ def test_row_spans_find_every_pixel_the_whole_box_finds(kind):
         cam = render.camera(view, bounds, 96)
         screen = raster._screen(scene, cam)
         assert np.array_equal(raster._nearest_triangles(screen, 96), _owners_by_whole_boxes(screen, 96)), view
+
+
+def test_a_drawing_met_again_is_the_drawing_made_before(tmp_path):
+    """rasterize and the front probe are served from the content cache for the same scene and
+    camera (the very pixels a fresh drawing gives); another colour, texture or camera is drawn."""
+    import dataclasses
+
+    scene = render.load_scene(_textured_package(tmp_path, write_texture=True))
+    cam = render.camera("front", render.union_bounds(scene), SMALL)
+    CACHE.clear()
+    first = render.rasterize(scene, cam, 2)
+    again = render.rasterize(scene, cam, 2)
+    assert CACHE.hits == 1 and again is not first and np.array_equal(first, again)
+    assert np.array_equal(first, render._rasterize(scene, cam, 2))
+    assert render.visible_parts(scene, cam) == render.visible_parts(scene, cam) == 1 and CACHE.hits == 2
+    recoloured = dataclasses.replace(scene, colors=scene.colors * 0.5)
+    other_texture = dataclasses.replace(scene, textures=tuple(
+        dataclasses.replace(t, scale=np.asarray(t.scale) * 0.5) for t in scene.textures))
+    for other, other_cam, shows in ((recoloured, cam, False), (other_texture, cam, True),
+                                    (scene, {**cam, "half_extent": cam["half_extent"] * 2}, True)):
+        misses = CACHE.misses
+        drawn = render.rasterize(other, other_cam, 2)
+        assert CACHE.misses == misses + 1 and np.array_equal(drawn, render._rasterize(other, other_cam, 2))
+        assert np.array_equal(drawn, first) is not shows   # the texture covers the flat colour

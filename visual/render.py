@@ -11,6 +11,7 @@ fixed level. Same bytes in, same pixels and same PNG bytes out.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import struct
 import zlib
@@ -20,6 +21,7 @@ import numpy as np
 from pxr import Usd, UsdGeom, UsdShade
 
 from usd_repair_verifier.stage_snapshot import geometry, materials, parts
+from usd_repair_verifier.stage_snapshot.content_cache import CACHE
 
 from . import textures
 from .raster import Scene, draw
@@ -196,9 +198,25 @@ def camera(view: str, bounds: np.ndarray, size: int = SIZE, directions: dict | N
             "half_extent": half, "light": light, "size": size}
 
 
+def _drawing_inputs(scene: Scene, cam: dict, *settings) -> tuple:
+    """Everything a drawing is computed from, as content-cache inputs (arrays by their bytes): the
+    scene's arrays and textures, the camera, the settings."""
+    texture_fields = tuple(getattr(t, f.name) for t in scene.textures for f in dataclasses.fields(t))
+    return (scene.triangles, scene.colors, scene.part_ids, scene.texture_ids, scene.st, *texture_fields,
+            tuple(sorted(cam)), *(cam[k] for k in sorted(cam)), *settings)
+
+
 def rasterize(scene: Scene, cam: dict, supersample: int = 1) -> np.ndarray:
     """(size, size, 3) uint8 image: z-buffered, flat Lambert shaded, two-sided; with ``supersample`` s,
-    drawn at s times the size and each pixel the mean of its s x s samples (added in a fixed order)."""
+    drawn at s times the size and each pixel the mean of its s x s samples (added in a fixed order).
+    A pure function of the scene, the camera and s: the same drawing met again (a case's reference
+    rendered for submission after submission, a candidate that left the scene as it was) comes
+    from the content cache."""
+    return CACHE.get_or_compute("rasterize", _drawing_inputs(scene, cam, int(supersample)),
+                                lambda: _rasterize(scene, cam, supersample), min_bytes=0)
+
+
+def _rasterize(scene: Scene, cam: dict, supersample: int) -> np.ndarray:
     size = cam["size"]
     if supersample > 1:
         hi, _ = draw(scene, {**cam, "size": size * supersample}, outline_px=supersample)
@@ -212,8 +230,10 @@ def rasterize(scene: Scene, cam: dict, supersample: int = 1) -> np.ndarray:
 
 
 def visible_parts(scene: Scene, cam: dict) -> int:
-    """How many distinct parts a camera sees (at the camera's size, no anti-aliasing)."""
-    return len(draw(scene, cam, outline_px=1, sample_textures=False)[1])
+    """How many distinct parts a camera sees (at the camera's size, no anti-aliasing); from the
+    content cache when the same scene was probed from the same camera before."""
+    return CACHE.get_or_compute("visible_parts", _drawing_inputs(scene, cam),
+                                lambda: len(draw(scene, cam, outline_px=1, sample_textures=False)[1]), min_bytes=0)
 
 
 def _chunk(kind: bytes, data: bytes) -> bytes:
