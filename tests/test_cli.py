@@ -7,6 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from tests import command_runner
 from usd_repair_verifier.profiles.schema import load_profile
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -16,7 +19,7 @@ CABINET = ROOT / "fixtures" / "assets" / "cabinet_cm"
 
 
 def usdgrade(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "usd_repair_verifier.commands.cli", *args], cwd=ROOT, capture_output=True, text=True)
+    return command_runner.usdgrade(*args, cwd=ROOT, timeout=None)
 
 
 def test_grade_writes_what_pytest_checks_writes(tmp_path):
@@ -90,3 +93,17 @@ def test_freeze_finds_a_hand_edited_fault_and_refuses_an_unbroken_input(tmp_path
     r = usdgrade("freeze", "--reference", str(reference), "--input", str(reference), "--out", str(tmp_path / "none"))
     assert r.returncode == 1 and "does not differ" in r.stderr
     assert not (tmp_path / "none").exists()
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["no-such-command"], ["explain", "no-such-folder"],
+                                  ["grade", "--help"], ["records", "show", "x", "--db", "no/such/store.sqlite"]])
+def test_a_forked_command_runs_as_the_interpreter_runs_it(argv, tmp_path):
+    """tests/command_runner.py forks the commands of these tests from a server: same exit code,
+    stdout and stderr as `python -m usd_repair_verifier.commands.cli` started afresh, in the
+    checkout and in another folder."""
+    for cwd in (ROOT, tmp_path):
+        forked = command_runner.usdgrade(*argv, cwd=cwd)
+        fresh = subprocess.run([sys.executable, "-m", "usd_repair_verifier.commands.cli", *argv], cwd=cwd,
+                               capture_output=True, text=True)
+        assert (forked.returncode, forked.stdout, forked.stderr) == (fresh.returncode, fresh.stdout, fresh.stderr)
+    assert command_runner._server is not None and command_runner._server.alive()

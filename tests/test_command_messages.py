@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import command_runner
 from usd_repair_verifier.authoring import usd_messages
 from usd_repair_verifier.commands.cli import build_parser, main
 from usd_repair_verifier.scoring import progress as progress_module
@@ -34,8 +35,7 @@ JOB = ROOT / "fixtures" / "harbor_jobs" / "repair-bench-fixture"
 
 
 def usdgrade(*args: str, cwd: Path = ROOT, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "usd_repair_verifier.commands.cli", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=300, env=env)
+    return command_runner.usdgrade(*args, cwd=cwd, env=env, timeout=300)
 
 
 def one_line(text: str) -> str:

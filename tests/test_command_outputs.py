@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import command_runner
 from usd_repair_verifier.commands.cli import main
 from usd_repair_verifier.profiles.digest import tree_digest
 from usd_repair_verifier.scoring import outputs
@@ -33,8 +34,7 @@ JOB = ROOT / "fixtures" / "harbor_jobs" / "repair-bench-fixture"
 
 
 def usdgrade(*args: str, cwd: Path = ROOT, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "usd_repair_verifier.commands.cli", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=timeout)
+    return command_runner.usdgrade(*args, cwd=cwd, timeout=timeout)
 
 
 def listing(folder: Path) -> list[str]:

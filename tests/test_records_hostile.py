@@ -16,6 +16,7 @@ import pytest
 
 sa = pytest.importorskip("sqlalchemy", reason="the records extra (SQLAlchemy) is not installed")
 
+from tests import command_runner
 from usd_repair_verifier.records import schema  # noqa: E402
 from usd_repair_verifier.records.ingest import ingest  # noqa: E402
 from usd_repair_verifier.records.report import NOTES  # noqa: E402
@@ -254,8 +255,7 @@ def test_the_closed_book_column_is_defined():
 # -- the commands ------------------------------------------------------------------------------------
 
 def _usdgrade(*argv: str, cwd: Path, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "usd_repair_verifier.commands.cli", *argv], cwd=cwd,
-                          capture_output=True, text=True, **kwargs)
+    return command_runner.usdgrade(*argv, cwd=cwd, **kwargs)
 
 
 @pytest.mark.parametrize("argv", [["records", "show", "x"], ["records", "report", "--out", "rep"]])
