@@ -206,8 +206,8 @@ def same_solids(reference, candidate, ref_body: str | None, cand_body: str | Non
     """Do the two bodies' enabled colliders build the same solids (equal digests, in any order)?"""
     if ref_body is None or cand_body is None:
         return False
-    ref = sorted(c.digest for c in reference.body_colliders(ref_body) if c.enabled and c.solid is not None)
-    cand = sorted(c.digest for c in candidate.body_colliders(cand_body) if c.enabled and c.solid is not None)
+    ref = sorted(c.digest for c in _own_solid_colliders(reference.colliders, ref_body))
+    cand = sorted(c.digest for c in _own_solid_colliders(candidate.colliders, cand_body))
     return bool(ref) and "" not in ref and ref == cand
 
 
@@ -226,7 +226,7 @@ def enabled_solids(snapshot, body: str | None) -> list:
     """The solids of a body's enabled colliders (none for the world)."""
     if body is None:
         return []
-    return [c.solid for c in snapshot.body_colliders(body) if c.enabled and c.solid is not None]
+    return [c.solid for c in _own_solid_colliders(snapshot.colliders, body)]
 
 
 def solid_samples(snapshot, body: str):
@@ -242,7 +242,7 @@ def body_solid_samples(snapshot, body: str):
     # volume_samples seeds each solid from its content, not its place: the digests in any order
     own = _own_solid_colliders(snapshot.colliders, body) if body is not None else []
     return _by_collider_digests("solid_samples", sorted((c.digest,) for c in own), count, seed,
-                                lambda: collider_solids.volume_samples(enabled_solids(snapshot, body), count, seed))
+                                lambda: collider_solids.volume_samples([c.solid for c in own], count, seed))
 
 
 def _free_space(body: str, colliders: dict, count: int, seed: int) -> np.ndarray:

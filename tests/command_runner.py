@@ -43,10 +43,14 @@ def usdgrade(*args: str, cwd: Path = ROOT, env: dict | None = None, timeout: flo
     """`python -m usd_repair_verifier.commands.cli ARGS` in `cwd` with `env` (default: this
     process's environment now), text output captured, as subprocess.run would give it."""
     argv = [sys.executable, "-m", MODULE, *args]
+
+    def fresh() -> subprocess.CompletedProcess:
+        return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, **kwargs)
+
     wanted = dict(os.environ if env is None else env)
     server = None if kwargs else _fork_server(wanted)
     if server is None:
-        return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, **kwargs)
+        return fresh()
     from usd_repair_verifier.gates.validity.fork import ForkServerError, kill_group
 
     with tempfile.TemporaryDirectory(prefix="usdgrade-command-") as folder:
@@ -57,7 +61,7 @@ def usdgrade(*args: str, cwd: Path = ROOT, env: dict | None = None, timeout: flo
         try:
             child = server.spawn(str(request), str(err), str(Path(cwd).absolute()))
         except ForkServerError:
-            return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+            return fresh()
         try:
             code = child.wait(timeout)
         except subprocess.TimeoutExpired:
