@@ -27,13 +27,14 @@ def unavailable(reason: str) -> None:
 def local_test_sh(folder: Path, submission: Path, out: Path, time_limit: float = 540,
                   trajectory: Path = CLEAN_TRAJECTORY) -> Path:
     """The example's test.sh rendered with this checkout's paths (the shipped one honours no
-    override): the verifier is this checkout, the interpreter this one, no process sweep."""
+    override): the verifier is this checkout, the interpreter this one and its own bytecode (the
+    image's bytecode tree is not on this machine, as in `usdgrade task --check`), no process sweep."""
     from usd_repair_verifier.authoring.task import render_test_sh
 
     script = folder / "test.sh"
     script.write_text(render_test_sh(verifier=str(ROOT), python=sys.executable, case=str(CASE),
                                      submission=str(submission), out=str(out), time_limit=time_limit,
-                                     end_processes=False, trajectory=str(trajectory),
+                                     end_processes=False, trajectory=str(trajectory), pycache="",
                                      details=str(TASK / "tests" / "reward_details.py")))
     return script
 

@@ -11,6 +11,7 @@ import subprocess
 import tomllib
 from pathlib import Path
 
+import pytest
 
 from harbor_task_support import CASE, ROOT, TASK, local_test_sh, read_json, run_script, tree_differences, unavailable
 from usd_repair_verifier.authoring.task import TIME_LIMIT_S, render_test_sh, write_task
@@ -198,3 +199,18 @@ def test_usdgrade_task_check_finds_an_oracle_that_does_not_repair(tmp_path):
                        capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert r.returncode == 1
     assert r.stdout.strip() == f"{task}: NOT sound: oracle 0.0 (graded), untouched input 0.0 (graded), closed book"
+
+
+def test_usdgrade_task_check_reads_the_interpreters_own_bytecode(tmp_path):
+    """The image's bytecode tree is not on this machine: the check's copy of test.sh takes the
+    interpreter's own bytecode instead of compiling every module of each grade; a test.sh that
+    names no tree is not one usdgrade wrote."""
+    from usd_repair_verifier.authoring.task_check import SETTINGS, CheckError, _local_test_sh
+
+    shipped = (TASK / "tests" / "test.sh").read_text()
+    paths = {name: f"/local/{name.lower()}" for name in SETTINGS}
+    local = _local_test_sh(shipped, paths, tmp_path / "trajectory.json")
+    assert "/opt/usdgrade/pycache" in shipped and "/opt/usdgrade/pycache" not in local
+    assert local.count(' -X pycache_prefix= -c "$BOOTSTRAP"') == 1
+    with pytest.raises(CheckError, match="pycache_prefix"):
+        _local_test_sh(shipped.replace("-X pycache_prefix=/opt/usdgrade/pycache ", ""), paths, tmp_path / "t.json")
