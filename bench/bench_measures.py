@@ -6,6 +6,8 @@ containment  10k points against 100 collider solids (primitives, closed meshes a
              inside_any, with a 1 cm margin, and every solid separately
 sampling     sample_surface on 60 bodies of 5,000 triangles (300k triangles, 2,000 samples each)
 mass         stage_mass_properties of 60 bodies, each a 5,120-triangle convexHull collider
+trajectory   the closed-book reader's decoded-size bound of a 100 MiB ASCII trajectory and of a
+             32 MiB one with a character past U+FFFF, against one alternation of its patterns
 
 The tests check what these compute on small inputs (tests/test_colliders.py, test_geometry.py,
 test_mass.py); this prints how long the large ones take.
@@ -18,6 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import re  # noqa: E402
+
 import numpy as np  # noqa: E402
 import trimesh  # noqa: E402
 from pxr import Gf, Usd, UsdGeom, UsdPhysics  # noqa: E402
@@ -26,6 +30,7 @@ from usd_repair_verifier.stage_snapshot.colliders import collider_solid, inside_
 from usd_repair_verifier.stage_snapshot.geometry import TriangleSoup, prim_triangles  # noqa: E402
 from usd_repair_verifier.stage_snapshot.surface_sampling import sample_surface  # noqa: E402
 from usd_repair_verifier.stage_snapshot.mass import stage_mass_properties  # noqa: E402
+from usd_repair_verifier.closed_book.trajectory import decoded_bytes  # noqa: E402
 
 
 def containment_solids(count: int, seed: int = 0) -> list:
@@ -101,8 +106,33 @@ def mass() -> str:
     return f"mass         60 bodies x 5120-triangle convexHull: {dt * 1e3:.0f} ms total, {dt / 60 * 1e3:.2f} ms/body"
 
 
+def _one_alternation(raw: bytes) -> int:
+    """The bound with each width's patterns in one alternation, as it was first written."""
+    if re.search(rb"[\xf0-\xf4]|\\u[dD][89abAB]", raw):
+        return 4 * len(raw)
+    if re.search(rb"[\xc4-\xef]|\\u(?:0[1-9a-fA-F]|[1-9a-fA-F])", raw):
+        return 2 * len(raw)
+    return len(raw)
+
+
+def trajectory() -> str:
+    step = b'{"step_id":1,"observation":{"results":[{"content":"' + b"x" * (1 << 20) + b'"}]}},'
+    documents = {"100 MiB ASCII": step * 100, "32 MiB, one emoji at the end": step * 32 + "\U0001F600".encode()}
+    lines = []
+    for name, raw in documents.items():
+        t0 = time.perf_counter()
+        ours = decoded_bytes(raw)
+        t1 = time.perf_counter()
+        theirs = _one_alternation(raw)
+        t2 = time.perf_counter()
+        assert ours == theirs
+        lines.append(f"trajectory   decoded-size bound, {name}: {1000 * (t1 - t0):.0f} ms, one alternation "
+                     f"{1000 * (t2 - t1):.0f} ms: ratio {(t1 - t0) / (t2 - t1):.3f}x")
+    return "\n".join(lines)
+
+
 def main() -> int:
-    for measure in (containment, sampling, mass):
+    for measure in (containment, sampling, mass, trajectory):
         print(measure(), flush=True)
     return 0
 

