@@ -162,6 +162,11 @@ def _nearest_triangles(screen: _Screen, size: int) -> np.ndarray:
     zbuf = np.full(size * size, np.inf)
     owner = np.full(size * size, -1, dtype=np.int64)
     none = np.iinfo(np.int64).max
+    # A chunk's nearest depth and lowest winning triangle per pixel, kept in two screen-sized
+    # buffers that only the chunk's own pixels touch and are reset at its end: a chunk costs its
+    # fragments, not two copies of the whole screen.
+    chunk_z = np.full(size * size, np.inf)
+    chunk_best = np.full(size * size, none, dtype=np.int64)
     boxes = ((screen.xmax - screen.xmin + 1) * (screen.ymax - screen.ymin + 1))[keep]
     start = 0
     while start < len(keep):
@@ -180,14 +185,16 @@ def _nearest_triangles(screen: _Screen, size: int) -> np.ndarray:
         pix = (pyi[inside] * size + pxi[inside])
         z = za[tri] * qx + zc[tri] * qy + zk[tri]
         if len(pix):
-            newz = zbuf.copy()
-            np.minimum.at(newz, pix, z)                 # nearest depth per pixel (order-free)
-            win = (z == newz[pix]) & (z < zbuf[pix])   # earlier chunks win exact ties
-            best = np.full(size * size, none, dtype=np.int64)
-            np.minimum.at(best, pix[win], tri[win])     # exact ties: lowest triangle index
-            won = best != none
-            owner[won] = best[won]
-            zbuf = newz
+            np.minimum.at(chunk_z, pix, z)              # nearest depth per pixel (order-free)
+            before = zbuf[pix]
+            nearest = np.minimum(before, chunk_z[pix])
+            win = (z == nearest) & (z < before)         # earlier chunks win exact ties
+            won = pix[win]
+            np.minimum.at(chunk_best, won, tri[win])    # exact ties: lowest triangle index
+            owner[won] = chunk_best[won]
+            zbuf[pix] = nearest
+            chunk_z[pix] = np.inf
+            chunk_best[won] = none
         start = stop
     return owner
 
