@@ -3,8 +3,9 @@
 Most of a repair is untouched: a candidate's meshes are usually byte for byte the reference's,
 and a re-grading worker meets the same meshes in submission after submission. A convex hull, a
 mesh's mass integrals and a visible part's canonical surface with its samples are pure functions
-of their input arrays (and the profile's sample count and seed), and so is the rigid fit of one
-part's surface to another's (by their digests and samples), so the second time the same
+of their input arrays (and the profile's sample count and seed), and so are a surface's
+nearest-point index (by its triangles) and the rigid fit of one part's surface to another's (by
+their digests and samples), so the second time the same
 content comes along its result is taken from here instead of being computed again: within a grade
 (the candidate after the reference) and across the grades of one process (the warm re-grading
 worker, where most submissions of a case leave the same parts as the input left them; the test

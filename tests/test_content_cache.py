@@ -158,7 +158,38 @@ def test_a_rigid_fit_met_again_is_the_fit_computed_before():
     assert _plain(sorted(first.items())) == _plain(sorted(again.items()))
     resampled = visible_surface(TriangleSoup(pts @ turn.T + [0.1, 0.0, 0.0], faces), 256, 2)
     rigid_fit(ref, resampled)
-    assert CACHE.hits == 1 and CACHE.misses == 3   # the first fit, the resampled surface, its fit
+    # Misses: the first fit and the two surfaces' indexes, the resampled surface, its fit. Hits: the
+    # fit again, and the resampled surface's index (its triangles are the candidate's).
+    assert CACHE.hits == 2 and CACHE.misses == 5
+
+
+def test_a_surface_read_again_gets_the_nearest_point_index_built_before():
+    """A surface is a fresh copy every time a snapshot reads it: its index comes from the cache by
+    its triangles' bytes and answers as one built now; other triangles get another index."""
+    from tests import mesh_assets
+    from usd_repair_verifier.stage_snapshot.geometry import TriangleSoup
+    from usd_repair_verifier.stage_snapshot.parts import visible_surface
+    from usd_repair_verifier.stage_snapshot.surface_index import SurfaceIndex
+
+    pts, faces = mesh_assets.ellipsoid()
+    pts, faces = np.asarray(pts, dtype=np.float64), np.asarray(faces, dtype=np.int64)
+    CACHE.clear()
+    first, again = (visible_surface(TriangleSoup(pts, faces), 256, 1) for _ in range(2))
+    first.index
+    hits = CACHE.hits
+    assert first is not again and again.index is not first.index and CACHE.hits == hits + 1
+    hits = CACHE.hits
+    queries = np.random.default_rng(3).uniform(-1.5, 1.5, (500, 3))
+    fresh = SurfaceIndex(first.vertices[first.faces])
+    for exact_within in (0.0, 0.005, 10.0):
+        for built, cached in zip(fresh.closest(queries, exact_within), again.index.closest(queries, exact_within)):
+            assert np.array_equal(built, cached)
+    assert [np.array_equal(a, b) for a, b in zip(fresh.within(queries, 0.01), again.index.within(queries, 0.01))] == [True, True]
+    assert CACHE.hits == hits
+    other = visible_surface(TriangleSoup(pts * 1.01, faces), 256, 1)
+    misses = CACHE.misses
+    other.index
+    assert CACHE.misses == misses + 1
 
 
 def test_free_space_and_solid_samples_are_keyed_by_the_bodys_collider_solids():
