@@ -46,6 +46,9 @@ class Measurements:
         self.comparison = comparison
         self.results: dict[Key, Raw] = {}
         self._views: dict[tuple[str, str], Comparison] = {}
+        # The gates ask for the same checks again and again (every gate over every family): each
+        # record, immutable, is made once per set of arguments.
+        self._checks: dict[tuple, CheckResult] = {}
 
     def view(self, family: str, name: str) -> Comparison:
         """The comparison as this measure sees it: the tolerances its table entry declares."""
@@ -76,10 +79,14 @@ class Measurements:
 
     def check(self, family: str, name: str, target: str, check_id: str = "",
               input_errors: dict | None = None) -> CheckResult:
-        ref, cand = self.comparison.reference, self.comparison.candidate
-        scales = ((ref.meters_per_unit, ref.kilograms_per_unit), (cand.meters_per_unit, cand.kilograms_per_unit))
-        return grade(check_id or f"{family}.{name}:{target}", family, name, target, self.raw(family, name, target),
-                     input_errors, scales)
+        key = (family, name, target, check_id, None if input_errors is None else tuple(sorted(input_errors.items())))
+        found = self._checks.get(key)
+        if found is None:
+            ref, cand = self.comparison.reference, self.comparison.candidate
+            scales = ((ref.meters_per_unit, ref.kilograms_per_unit), (cand.meters_per_unit, cand.kilograms_per_unit))
+            found = self._checks[key] = grade(check_id or f"{family}.{name}:{target}", family, name, target,
+                                              self.raw(family, name, target), input_errors, scales)
+        return found
 
     def every(self, family: str, names: tuple[str, ...],
               keep: Callable[[str], bool] = lambda target: True) -> list[CheckResult]:
