@@ -106,7 +106,7 @@ def mass() -> str:
     return f"mass         60 bodies x 5120-triangle convexHull: {dt * 1e3:.0f} ms total, {dt / 60 * 1e3:.2f} ms/body"
 
 
-def _one_alternation(raw: bytes) -> int:
+def one_alternation_bound(raw: bytes) -> int:
     """The bound with each width's patterns in one alternation, as it was first written."""
     if re.search(rb"[\xf0-\xf4]|\\u[dD][89abAB]", raw):
         return 4 * len(raw)
@@ -123,7 +123,7 @@ def trajectory() -> str:
         t0 = time.perf_counter()
         ours = decoded_bytes(raw)
         t1 = time.perf_counter()
-        theirs = _one_alternation(raw)
+        theirs = one_alternation_bound(raw)
         t2 = time.perf_counter()
         assert ours == theirs
         lines.append(f"trajectory   decoded-size bound, {name}: {1000 * (t1 - t0):.0f} ms, one alternation "

@@ -257,14 +257,8 @@ def test_the_decoded_size_bound_is_the_widest_character_found_by_bytes_or_escape
     """decoded_bytes searches each of its patterns on its own (fast on large files); a document gets
     the width one search of all its patterns gives, on documents made of every piece that matters."""
     import random
-    import re
 
-    def by_one_search(raw: bytes) -> int:   # the bound as first written: one alternation per width
-        if re.search(rb"[\xf0-\xf4]|\\u[dD][89abAB]", raw):
-            return 4 * len(raw)
-        if re.search(rb"[\xc4-\xef]|\\u(?:0[1-9a-fA-F]|[1-9a-fA-F])", raw):
-            return 2 * len(raw)
-        return len(raw)
+    from bench.bench_measures import one_alternation_bound   # the bound as first written
 
     pieces = [b"a", b"{", b'"', b"\\", b"u", b"0", b"1", b"d", b"D", b"8", b"b", b"f", b"\\u00e9", b"\\u0100",
               b"\\uD83D\\uDE00", b"\\udbff", "\u00e9".encode(), "\u0101".encode(), "\U0001F600".encode(), b"\xc3\xbf"]
@@ -276,7 +270,7 @@ def test_the_decoded_size_bound_is_the_widest_character_found_by_bytes_or_escape
     documents += [b'"' + b"".join(rng.choice(in_strings) for _ in range(rng.randrange(1, 8))) + b'"' for _ in range(500)]
     widths = {trajectory.decoded_bytes(raw) // len(raw) for raw in documents if raw}
     assert widths == {1, 2, 4}
-    assert [trajectory.decoded_bytes(raw) for raw in documents] == [by_one_search(raw) for raw in documents]
+    assert [trajectory.decoded_bytes(raw) for raw in documents] == [one_alternation_bound(raw) for raw in documents]
     # What Python takes for the text of each document that is a JSON string is never more.
     strings = 0
     for raw in documents:
