@@ -127,6 +127,7 @@ class Store:
         elif self.dialect != "postgresql":
             raise StoreError(f"unsupported database {self.dialect!r}: use SQLite or PostgreSQL")
         self._connection: sa.Connection | None = None
+        self._statements: dict[tuple, tuple] = {}   # _upsert_statements, by the row's shape
         if create:
             self._migrate()
         else:
@@ -222,16 +223,27 @@ class Store:
         """Insert the typed row or update it in place; with ``compare``, an equal digest writes
         nothing; the columns in ``keep`` are left as stored (and written only by an insert)."""
         row = typed.model_dump()
-        existing = connection.execute(
-            sa.select(table.c[compare] if compare else sa.literal(1))
-            .where(*(table.c[k] == row[k] for k in key))).first()
+        find, write = self._upsert_statements(table, tuple(key), compare, tuple(keep), tuple(row))
+        existing = connection.execute(find, {f"key_{k}": row[k] for k in key}).first()
         if existing is not None and compare and existing[0] == row[compare]:
             return "unchanged"
-        statement = self._insert()(table).values(**row)
-        updates = {name: statement.excluded[name] for name in row if name not in key and name not in keep}
-        statement = statement.on_conflict_do_update(index_elements=key, set_=updates)
-        connection.execute(statement)
+        connection.execute(write, row)
         return "inserted" if existing is None else "updated"
+
+    def _upsert_statements(self, table: sa.Table, key: tuple[str, ...], compare: str | None,
+                           keep: tuple[str, ...], columns: tuple[str, ...]) -> tuple[sa.Select, Any]:
+        """The look-up of a row by its key and the insert-or-update of it, built once per shape with
+        bound parameters (building them anew for every row was most of an ingest's time)."""
+        shape = (table.name, key, compare, keep, columns)
+        statements = self._statements.get(shape)
+        if statements is None:
+            find = (sa.select(table.c[compare] if compare else sa.literal(1))
+                    .where(*(table.c[k] == sa.bindparam(f"key_{k}") for k in key)))
+            insert = self._insert()(table)
+            updates = {name: insert.excluded[name] for name in columns if name not in key and name not in keep}
+            statements = self._statements[shape] = (find, insert.on_conflict_do_update(index_elements=list(key),
+                                                                                       set_=updates))
+        return statements
 
     # -- writes -------------------------------------------------------------------------------
     def upsert_episode(self, fields: dict) -> str:
