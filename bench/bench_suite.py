@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     lines = [
         f"command      {' '.join(['pytest', *pytest_args, '-n', str(args.workers)])}: {last}",
         f"wall         {wall:.0f} s ({first - started:.0f} s before the first test began)",
-        f"cpu          {cpu:.0f} s (user {user:.0f} s, sys {system:.0f} s) on {cores} cores",
+        f"cpu          {cpu:.1f} s (user {user:.1f} s, sys {system:.1f} s) on {cores} cores",
         f"idle         {'unmeasured (no /proc/stat)' if idle is None else f'{idle:.0f} core-s'} while tests ran",
         f"floor        {floor:.0f} s (cpu / {cores} cores)",
         f"ratio wall / floor = {wall / floor:.2f}x; floor / target = {floor / args.target:.2f}x "

@@ -32,11 +32,11 @@ class TestTimes:
         self.path = folder / f"tests-{os.getpid()}.jsonl"
         self.file = None
 
-    @pytest.hookimpl(hookwrapper=True)
+    @pytest.hookimpl(wrapper=True)
     def pytest_runtest_protocol(self, item, nextitem):
         own, children = _cpu(resource.RUSAGE_SELF), _cpu(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
-        yield
+        outcome = yield
         record = {"id": item.nodeid, "wall_s": time.perf_counter() - started,
                   "self_cpu_s": _cpu(resource.RUSAGE_SELF) - own,
                   "children_cpu_s": _cpu(resource.RUSAGE_CHILDREN) - children, "end": time.time()}
@@ -44,6 +44,7 @@ class TestTimes:
             self.file = self.path.open("a", encoding="utf-8")
         self.file.write(json.dumps(record) + "\n")
         self.file.flush()
+        return outcome
 
     def pytest_unconfigure(self, config):
         if self.file is not None:
