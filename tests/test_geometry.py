@@ -459,3 +459,46 @@ def test_the_pair_bounds_leave_out_no_piece_that_could_be_nearest():
                 for tolerance in (1e-6, 1e-3):
                     for a, b in zip(index.within(pts, tolerance), every_piece.within(pts, tolerance)):
                         assert np.array_equal(a, b)
+
+
+def test_the_first_pass_by_rows_is_the_sort_of_every_pair(monkeypatch):
+    """The first pass chooses each point's nearest of its k pieces along its row (ties to the lower
+    piece index): the very bits of sorting all n x k pairs, which `_evaluate` does. On a capsule
+    and a sphere whose every triangle is there twice (ties between pieces everywhere), 1 km away
+    too, for points on the surface, on corners and edges, off it, in rows split across chunks,
+    and with a piece whose distances are NaN (the rows that meet it take `_evaluate` itself)."""
+    import trimesh
+
+    from usd_repair_verifier.stage_snapshot import surface_index
+
+    def by_sort(self, pts, j, best_d, best_q, best_t):
+        n, k = j.shape
+        self._evaluate(pts, np.repeat(np.arange(n), k), j.reshape(-1), best_d, best_q, best_t)
+
+    capsule = trimesh.creation.capsule(height=1.0, radius=0.045, count=[48, 24])
+    sphere = trimesh.creation.icosphere(subdivisions=3, radius=0.05)
+    rng = np.random.Generator(np.random.PCG64(7))
+    for mesh in (capsule, sphere):
+        for origin in (np.zeros(3), np.array([1000.0, -1000.0, 500.0])):
+            tris = np.concatenate([mesh.triangles, mesh.triangles]) + origin
+            on = trimesh.sample.sample_surface(mesh, 100, seed=8)[0]
+            corners = mesh.vertices[rng.integers(0, len(mesh.vertices), 40)]
+            edges = 0.5 * (mesh.vertices[mesh.edges[:40, 0]] + mesh.vertices[mesh.edges[:40, 1]])
+            rows, sorted_ = SurfaceIndex(tris), SurfaceIndex(tris)
+            sorted_._nearest_of_rows = by_sort.__get__(sorted_)
+            for broken in (False, True):
+                if broken:   # a piece whose distances are NaN (its centroid, in the tree, is not)
+                    for index in (rows, sorted_):
+                        index.pieces = index.pieces.copy()
+                        index.pieces[index.tree.query(on[0] + origin)[1], 0] = np.nan
+                for pts in (on, corners, edges, on * 0.9, on * 1.2):
+                    pts = pts + origin
+                    for exact_within in (0.0, surface_index.EXACT_WITHIN_M):
+                        for a, b in zip(rows.closest(pts, exact_within), sorted_.closest(pts, exact_within)):
+                            assert np.array_equal(a, b, equal_nan=True)
+                    for a, b in zip(rows.within(pts, 1e-6), sorted_.within(pts, 1e-6)):
+                        assert np.array_equal(a, b, equal_nan=True)
+                    with monkeypatch.context() as patch:           # 24 pairs: three rows a chunk
+                        patch.setattr(surface_index, "_PAIR_CHUNK", 24)
+                        for a, b in zip(rows.closest(pts, 0.0), sorted_.closest(pts, 0.0)):
+                            assert np.array_equal(a, b, equal_nan=True)
