@@ -55,20 +55,18 @@ def echo_worker(conn, log_path):
         conn.send(("done", ItemResult(item["key"], 0, "{}", "{}", 0.0).to_dict()))
 
 
-_GRADED_HERE = 0   # items this Ray worker process has graded
-
-
 def ray_ledger_task(item):
     """The Ray engine's task (regrade/ray_engine.py `_grade_task`) with a ledger and two faults, for
     tests/test_regrade_cluster.py. Every run of an item, finished or not, appends `node attempt` to
     `ledger` beside its submission before it grades. `*crash` ends its worker process on every
     attempt. On the node that the cluster started with USDGRADE_TEST_VICTIM=1, the first item that
-    comes after one this worker graded writes the job's `stalled` marker (its node id) and waits
-    to be killed with its node, once per job."""
+    comes after one that node graded (the job's `victim-graded` marker) writes the job's `stalled`
+    marker (its node id) and waits to be killed with its node, once per job. Every other node waits
+    (up to a minute) for that first grade of the victim's before it grades: on a loaded machine the
+    victim's first worker starts slowly, and the others would otherwise grade every item first."""
     import ray
     from ray._private.worker import global_worker
 
-    global _GRADED_HERE
     submission = Path(item["submission"])
     node = ray.get_runtime_context().get_node_id()
     attempt = global_worker.core_worker.get_current_task_attempt_number() + 1   # as ray_engine._attempt
@@ -78,15 +76,21 @@ def ray_ledger_task(item):
         os._exit(9)   # before the verifier's imports: a worker that dies costs its replacement little
     from usd_repair_verifier.regrade import ray_engine
 
-    if os.environ.get("USDGRADE_TEST_VICTIM") == "1" and _GRADED_HERE >= 1:
+    job = submission.parents[2]
+    victim = os.environ.get("USDGRADE_TEST_VICTIM") == "1"
+    if victim and (job / "victim-graded").exists():
         try:
-            marker = os.open(submission.parents[2] / "stalled", os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+            marker = os.open(job / "stalled", os.O_WRONLY | os.O_CREAT | os.O_EXCL)
         except FileExistsError:
             marker = None
         if marker is not None:
             os.write(marker, node.encode())
             os.close(marker)
             time.sleep(3600)
+    deadline = time.monotonic() + 60
+    while not victim and not (job / "victim-graded").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
     packed = ray_engine._grade_task(item)
-    _GRADED_HERE += 1
+    if victim:
+        (job / "victim-graded").touch()
     return packed
