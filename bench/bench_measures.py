@@ -137,6 +137,13 @@ def trajectory() -> str:
     return "\n".join(lines)
 
 
+def sorted_first_pass(index, pts, j, best_d, best_q, best_t) -> None:
+    """SurfaceIndex's first pass as first written: every one of the n x k pairs sorted at once
+    (``_evaluate``), where ``_nearest_of_rows`` chooses along each row."""
+    n, k = j.shape
+    index._evaluate(pts, np.repeat(np.arange(n), k), j.reshape(-1), best_d, best_q, best_t)
+
+
 def fit() -> str:
     from usd_repair_verifier.stage_snapshot.content_cache import CACHE
     from usd_repair_verifier.stage_snapshot.surface_fit import Surface, rigid_fit
@@ -152,15 +159,10 @@ def fit() -> str:
     longer.apply_scale([1.0, 1.0, 1.05])
     longer.apply_transform(trimesh.transformations.rotation_matrix(0.3, [1.0, 0.2, 0.0]))
     by_rows = SurfaceIndex._nearest_of_rows
-
-    def by_sort(self, pts, j, best_d, best_q, best_t):   # the first pass as first written
-        n, k = j.shape
-        self._evaluate(pts, np.repeat(np.arange(n), k), j.reshape(-1), best_d, best_q, best_t)
-
     best, fits = {}, {}
     try:
         for _ in range(3):
-            for name, first_pass in (("rows", by_rows), ("sort", by_sort)):
+            for name, first_pass in (("rows", by_rows), ("sort", sorted_first_pass)):
                 SurfaceIndex._nearest_of_rows = first_pass
                 CACHE.clear()
                 ref, cand = surface(capsule), surface(longer)
