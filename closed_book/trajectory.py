@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -145,16 +146,7 @@ class _Reader:
             self.open_files.discard(key)
 
     def _parse(self, path: Path, name: str, referrer: str):
-        try:
-            size = path.stat().st_size
-            if size > MAX_FILE_BYTES:
-                raise TrajectoryError(f"{name}: {size} bytes, over the limit of {MAX_FILE_BYTES}")
-            self.total_bytes += size
-            if self.total_bytes > MAX_TOTAL_BYTES:
-                raise TrajectoryError(f"the trajectory files exceed {MAX_TOTAL_BYTES} bytes together")
-            raw = path.read_bytes()
-        except OSError as error:
-            raise TrajectoryError(f"cannot read {name} (from {referrer}): {error.strerror or error}") from error
+        raw = self._read_bytes(path, name, referrer)
         values = count_values(raw)
         if values > MAX_FILE_VALUES:
             raise TrajectoryError(f"{name}: about {values} JSON values, over the limit of {MAX_FILE_VALUES}")
@@ -168,6 +160,42 @@ class _Reader:
         except (UnicodeDecodeError, ValueError, RecursionError) as error:
             raise TrajectoryError(f"{name} is not valid JSON: {error}") from error
 
+    def _read_bytes(self, path: Path, name: str, referrer: str) -> bytes:
+        """The whole of one regular file, or TrajectoryError. Nothing here can block: a FIFO, a
+        socket or a device is refused by its type before it is opened, and opened without blocking
+        (O_NONBLOCK) and checked again on the open file, so one swapped in between is refused too."""
+        try:
+            kind = _not_regular(os.stat(path).st_mode)
+            if kind:
+                raise TrajectoryError(f"{name} (from {referrer}) is {kind}, not a regular file: it cannot be read completely")
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+        except OSError as error:
+            raise TrajectoryError(f"cannot read {name} (from {referrer}): {error.strerror or error}") from error
+        try:
+            info = os.fstat(fd)
+            kind = _not_regular(info.st_mode)
+            if kind:
+                raise TrajectoryError(f"{name} (from {referrer}) is {kind}, not a regular file: it cannot be read completely")
+            if info.st_size > MAX_FILE_BYTES:
+                raise TrajectoryError(f"{name}: {info.st_size} bytes, over the limit of {MAX_FILE_BYTES}")
+            chunks, size = [], 0
+            while size <= MAX_FILE_BYTES:          # a file that grows while it is read is still bounded
+                chunk = os.read(fd, min(1 << 24, MAX_FILE_BYTES + 1 - size))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+        except OSError as error:
+            raise TrajectoryError(f"cannot read {name} (from {referrer}): {error.strerror or error}") from error
+        finally:
+            os.close(fd)
+        if size > MAX_FILE_BYTES:
+            raise TrajectoryError(f"{name}: more than {MAX_FILE_BYTES} bytes, over the limit")
+        self.total_bytes += size
+        if self.total_bytes > MAX_TOTAL_BYTES:
+            raise TrajectoryError(f"the trajectory files exceed {MAX_TOTAL_BYTES} bytes together")
+        return b"".join(chunks)
+
     def _resolve(self, name: str, referrer: str) -> Path:
         """A referenced file: a relative path inside the root trajectory's folder, nothing else."""
         if not isinstance(name, str) or not name or "\0" in name:
@@ -177,9 +205,20 @@ class _Reader:
         path = Path(os.path.realpath(self.folder / name))
         if path != self.folder and self.folder not in path.parents:
             raise TrajectoryError(f"{referrer}: {name!r} leaves the trajectory's folder")
-        if not path.is_file():
+        if not path.exists():
             raise TrajectoryError(f"{referrer} refers to {name!r}, which does not exist")
         return path
+
+
+def _not_regular(mode: int) -> str | None:
+    """What a file that is not a regular file is (a FIFO, a folder...), or None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    for test, what in ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISDIR, "a folder"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return what
+    return "not a regular file"
 
 
 def _require(obj, key: str, kind, where: str):
@@ -258,10 +297,12 @@ def _read_trajectory(reader: _Reader, data: dict, label: str, depth: int) -> Non
         if not isinstance(ref, dict):
             raise TrajectoryError(f"{where}.subagent_trajectory_ref: expected objects")
         ref_id, path = ref.get("trajectory_id"), ref.get("trajectory_path")
-        if ref_id is not None and ref_id in embedded_ids:
-            continue  # read above
+        # Every trajectory a reference names is read, whichever way it names it: an embedded id
+        # (read above) does not excuse the file a `trajectory_path` beside it names.
         if path is None:
-            raise TrajectoryError(f"{where}: subagent {ref_id!r} is neither embedded nor in a file")
+            if ref_id is None or ref_id not in embedded_ids:
+                raise TrajectoryError(f"{where}: subagent {ref_id!r} is neither embedded nor in a file")
+            continue
         reader.read_file(path, where, depth + 1)
 
     continuation = data.get("continued_trajectory_ref")
@@ -273,9 +314,10 @@ def sibling_files(root: Path) -> list[Path]:
     """The files beside the root that belong to its run: `<stem>.cont-N.json` in numeric order, then
     every other `<stem>*.json` by name (what the task's collect hook copies)."""
     pattern = re.compile(CONTINUATION_PATTERN.format(stem=re.escape(root.stem)))
+    # Every entry of the name, whatever its type: a FIFO, a folder or a device named like a part of
+    # the run is a part that cannot be read (the reader refuses it), never one quietly passed over.
     names = sorted(p.name for p in root.parent.iterdir()
-                   if p.name.startswith(root.stem) and p.name.endswith(".json") and p.name != root.name
-                   and (p.is_file() or p.is_symlink()))
+                   if p.name.startswith(root.stem) and p.name.endswith(".json") and p.name != root.name)
     segments = sorted((int(m.group(1)), n) for n in names if (m := pattern.fullmatch(n)))
     ordered = [n for _, n in segments]
     return [root.parent / n for n in ordered + [n for n in names if n not in ordered]]
@@ -288,7 +330,7 @@ def read_run(path: str | Path, on_call: Callable[[ToolCall], None] | None = None
     calls are collected in `Run.calls`.
     """
     root = Path(path)
-    if not root.is_file():
+    if not root.exists():
         raise TrajectoryError(f"no trajectory at {root}")
     run = Run()
     reader = _Reader(Path(os.path.realpath(root.parent)), on_call or run.calls.append, run)

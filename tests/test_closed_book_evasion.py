@@ -283,3 +283,114 @@ def test_many_violations_are_counted_and_a_thousand_listed(tmp_path):
     v = closed_book.evaluate(_run(tmp_path, calls), INPUT)
     assert v.status == closed_book.VIOLATION and len(v.violations) == rule.MAX_LISTED
     assert v.reason.startswith("1200 network violation(s) (1000 listed)")
+
+
+# --- parts that cannot be read completely, and references that name two trajectories -------------
+
+def _unreadable_part(tmp_path: Path, kind: str) -> Path:
+    """A part of the run named like a continuation that is no regular file (or unreadable)."""
+    import os
+    import socket
+
+    part = tmp_path / "trajectory.cont-1.json"
+    if kind == "fifo":
+        os.mkfifo(part)                 # no writer ever opens it: a blocking read would hang the grade
+    elif kind == "folder":
+        part.mkdir()
+    elif kind == "socket":
+        server = socket.socket(socket.AF_UNIX)
+        server.bind(str(part))
+        server.close()
+    elif kind == "device":
+        part.symlink_to("/dev/zero")    # a link out of the folder to an endless device
+    elif kind == "link_out":
+        outside = tmp_path.parent / f"{tmp_path.name}-outside.json"
+        _run(tmp_path.parent, [("Bash", {"command": "curl https://example.com/x"})], outside.name)
+        part.symlink_to(outside)
+    return part
+
+
+@pytest.mark.parametrize("kind, words", [("fifo", "a FIFO"), ("folder", "a folder"), ("socket", "a socket"),
+                                         ("device", "leaves the trajectory's folder"),
+                                         ("link_out", "leaves the trajectory's folder")])
+def test_a_part_that_is_no_regular_file_makes_the_run_unverified_without_blocking(tmp_path, kind, words):
+    import threading
+
+    root = _run(tmp_path, [("Bash", {"command": "ls /app"})])
+    _unreadable_part(tmp_path, kind)
+    found: list = []
+    reader = threading.Thread(target=lambda: found.append(closed_book.evaluate(root, INPUT)), daemon=True)
+    reader.start()
+    reader.join(timeout=20)
+    assert found, f"the reader blocked on a {kind}"
+    v = found[0]
+    assert v.status == closed_book.UNVERIFIED and "trajectory.cont-1.json" in v.reason and words in v.reason, v.reason
+
+
+def test_a_fifo_named_by_a_continuation_reference_is_refused_without_blocking(tmp_path):
+    import os
+    import threading
+
+    os.mkfifo(tmp_path / "next.json")
+    root = _run(tmp_path, [("Bash", {"command": "ls /app"})])
+    data = json.loads(root.read_text())
+    data["continued_trajectory_ref"] = "next.json"
+    root.write_text(json.dumps(data))
+    found: list = []
+    reader = threading.Thread(target=lambda: found.append(closed_book.evaluate(root, INPUT)), daemon=True)
+    reader.start()
+    reader.join(timeout=20)
+    assert found and found[0].status == closed_book.UNVERIFIED and "a FIFO" in found[0].reason
+
+
+def test_a_device_is_refused_by_its_type_before_it_is_read():
+    """A device inside the folder (a link to one leaves it, above): refused before a byte is read."""
+    from usd_repair_verifier.closed_book import trajectory
+
+    reader = trajectory._Reader(Path("/dev"), lambda call: None)
+    for device in ("/dev/zero", "/dev/null"):
+        with pytest.raises(trajectory.TrajectoryError, match="a character device"):
+            reader._read_bytes(Path(device), Path(device).name, "a test")
+    assert reader.total_bytes == 0
+
+
+def _with_subagent_reference(root: Path, ref: dict, embedded: list | None = None) -> None:
+    data = json.loads(root.read_text())
+    data["schema_version"] = "ATIF-v1.7"
+    data["steps"][1]["observation"] = {"results": [{"subagent_trajectory_ref": [ref]}]}
+    if embedded is not None:
+        data["subagent_trajectories"] = embedded
+    root.write_text(json.dumps(data))
+
+
+def _embedded(sub_id: str, command: str) -> dict:
+    return {"trajectory_id": sub_id, "schema_version": "ATIF-v1.7", "agent": {"name": "sub", "version": "1"},
+            "steps": [{"step_id": 1, "source": "agent", "message": "",
+                       "tool_calls": [{"tool_call_id": "s1", "function_name": "Bash", "arguments": {"command": command}}]}]}
+
+
+def test_a_reference_naming_an_embedded_id_and_a_file_reads_both(tmp_path):
+    """The embedded subagent is clean; the file the same reference names holds a WebFetch."""
+    sub = _run(tmp_path, [("WebFetch", {"url": "https://github.com/google-deepmind/mujoco_menagerie"})], "sub-1.json")
+    root = _run(tmp_path, [("Bash", {"command": "ls /app"})])
+    _with_subagent_reference(root, {"trajectory_id": "sub-1", "trajectory_path": sub.name},
+                             [_embedded("sub-1", "ls /app")])
+    v = closed_book.evaluate(root, INPUT)
+    assert_violation(v, "web_tool")
+    assert v.violations[0].trajectory == "sub-1.json" and "sub-1.json" in v.run["files"]
+    assert v.run["trajectories"] == 3                       # the root, the embedded one and the file
+
+
+def test_a_reference_naming_an_embedded_id_and_a_missing_file_is_unverified(tmp_path):
+    root = _run(tmp_path, [("Bash", {"command": "ls /app"})])
+    _with_subagent_reference(root, {"trajectory_id": "sub-1", "trajectory_path": "sub-1.json"},
+                             [_embedded("sub-1", "ls /app")])
+    v = closed_book.evaluate(root, INPUT)
+    assert v.status == closed_book.UNVERIFIED and "sub-1.json" in v.reason and "does not exist" in v.reason
+
+
+def test_a_reference_naming_only_an_embedded_id_stays_clean(tmp_path):
+    root = _run(tmp_path, [("Bash", {"command": "ls /app"})])
+    _with_subagent_reference(root, {"trajectory_id": "sub-1"}, [_embedded("sub-1", "ls /app")])
+    v = closed_book.evaluate(root, INPUT)
+    assert v.status == closed_book.CLEAN and v.run["trajectories"] == 2
