@@ -3,10 +3,12 @@
     usdgrade regrade JOB_DIR... --cases CASES [--out OUT]        Harbor job folders
     usdgrade regrade --db URL --cases CASES                       the episode records store
         [--engine local|ray] [-j N] [--ray-address ADDR] [--time-limit S] [--memory-mb M]
-        [--where FIELD=VALUE[,VALUE]]... [--refreeze] [--no-progress]
+        [--where FIELD=VALUE[,VALUE]]... [--refreeze] [--accept-profile-change] [--no-progress]
 
 Each submission is graded against its case exactly as `pytest checks` grades it (regrade/warm.py)
-and the new grade is stored under this verifier's version: in OUT/<version>/<job>/<trial>/ (job
+against the very case the earlier grade recorded (its profile digest: a case of the same id with
+another digest is skipped, with the reason, unless --accept-profile-change), closed book again when
+the earlier grade was, and the new grade is stored under this verifier's version: in OUT/<version>/<job>/<trial>/ (job
 folders; the trial folders are never written) or as a new grade row (the store). What is already
 graded at this version is skipped, so an interrupted run resumes where it stopped. `--refreeze`
 first re-freezes a case frozen by an older scoring version (from its reference and input, with
@@ -30,7 +32,7 @@ from usd_repair_verifier.profiles.schema import SCORING_VERSION
 
 from usd_repair_verifier.scoring import VERIFIER_VERSION
 from usd_repair_verifier.regrade.sources import (DEFAULT_SUBMISSION_IN, Stored, find_case, job_submissions, parse_where,
-                              selected)
+                              profile_changed, selected)
 from usd_repair_verifier.regrade.warm import Item, ItemResult
 
 VERSION_LABEL = f"scoring-{SCORING_VERSION}_verifier-{VERIFIER_VERSION}"
@@ -137,6 +139,8 @@ def plan(args: argparse.Namespace, stored: list[Stored], sink) -> tuple[list[Sto
             s.case = find_case(cases, s.case_id)
             if s.case is None:
                 s.problem = f"no case {s.case_id!r} in {cases}"
+            elif not args.accept_profile_change:   # the very case the earlier grade measured, or none
+                s.problem = profile_changed(s, s.case, Path(args.cases) / s.case.relative_to(cases))
         if s.problem is None and args.refreeze:
             if s.case not in frozen:
                 frozen[s.case] = refreeze(s.case, Path(args.out) / VERSION_LABEL / "cases")
@@ -148,6 +152,15 @@ def plan(args: argparse.Namespace, stored: list[Stored], sink) -> tuple[list[Sto
         else:
             todo.append(s)
     return todo, problems, done
+
+
+def skipped_lines(problems: list[Stored]) -> list[str]:
+    """One line per reason, naming every submission it holds for (a task's trials share theirs)."""
+    by_reason: dict[str, list[str]] = {}
+    for s in problems:
+        by_reason.setdefault(s.problem, []).append(s.key)
+    return [f"  skipped {keys[0]}: {reason}" if len(keys) == 1 else
+            f"  skipped {len(keys)}: {', '.join(keys)}: {reason}" for reason, keys in by_reason.items()]
 
 
 def _progress(total: int, enabled: bool):
@@ -162,10 +175,12 @@ def run(args: argparse.Namespace) -> int:
     todo, problems, done = plan(args, stored, sink)
     print(f"regrade {VERSION_LABEL}: {len(todo)} to grade, {done} already graded at this version, "
           f"{len(problems)} cannot be graded", file=sys.stderr)
-    for s in problems[:20]:
-        print(f"  skipped {s.key}: {s.problem}", file=sys.stderr)
+    for line in skipped_lines(problems)[:20]:
+        print(line, file=sys.stderr)
     by_key = {s.key: s for s in todo}
-    items = [Item(s.key, str(s.case), str(s.submission), str(s.trajectory) if s.trajectory else None) for s in todo]
+    # A trial graded closed book is graded closed book again, whatever its case says now.
+    items = [Item(s.key, str(s.case), str(s.submission), str(s.trajectory) if s.trajectory else None,
+                  closed_book=s.closed_book) for s in todo]
     outcomes: list[Outcome] = []   # small: the grades themselves are written, not kept
     started = time.monotonic()
     from usd_repair_verifier.scoring.progress import on_terminal
@@ -253,6 +268,9 @@ def add_parser(sub) -> None:
     p.add_argument("--where", action="append", default=[], metavar="FIELD=VALUE[,VALUE]",
                    help="select by model, task, status or version (of the earlier grade: SCORING+VERIFIER)")
     p.add_argument("--refreeze", action="store_true", help="re-freeze cases frozen by an older scoring version")
+    p.add_argument("--accept-profile-change", action="store_true",
+                   help="grade against the case found by id even when its profile digest is not the one the earlier "
+                        "grade recorded (skipped otherwise); a trial graded closed book stays closed book")
     p.add_argument("--log-dir", help="local engine: keep each worker's pytest output here")
     p.add_argument("--no-progress", action="store_true",
                    help="no progress bar (none is drawn anyway when stderr is not a terminal)")
@@ -293,6 +311,17 @@ def _command(args: argparse.Namespace) -> int:
     if missing:
         print(f"regrade: {missing[0]} is not a folder", file=sys.stderr)
         return 2
+    if args.db:
+        try:
+            import usd_repair_verifier.records.store  # noqa: F401  the `records` extra: SQLAlchemy, psycopg
+        except ImportError as error:
+            from usd_repair_verifier.records.cli import extra_missing
+
+            line = extra_missing(error)
+            if line is None:
+                raise
+            print(f"regrade --db: {line}", file=sys.stderr)
+            return 2
     store_file = _store_file(args.db)
     if store_file is not None and not store_file.is_file():
         print(f"regrade: there is no records store at {store_file} (usdgrade records ingest JOB_DIR --db "

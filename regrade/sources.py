@@ -6,7 +6,10 @@ Two sources give the same thing, a list of `Stored` submissions:
 - the episode records store (regrade/store.py).
 A case is found by id in the `--cases` folder: `CASES/<id>/profile.json`, or a Harbor task
 folder `CASES/<id>/tests/case/profile.json`; the id is the earlier grade's profile id, else
-the task's name.
+the task's name. The case found must be the one the earlier grade recorded (its profile digest):
+a case of the same id frozen again with other faults, tolerances, limits or closed-book setting
+is another case, skipped with the reason unless the operator accepts the change. A trial graded
+closed book is graded closed book again, whatever the case found says (`Stored.closed_book`).
 """
 from __future__ import annotations
 
@@ -30,6 +33,8 @@ class Stored:
     case: Path | None = None                     # filled by find_case
     problem: str | None = None                   # why it cannot be re-graded (no case, ...)
     trajectory: Path | None = None               # the agent's ATIF trajectory (closed-book cases)
+    graded_profiles: tuple[str, ...] = ()        # profile digests the earlier grade(s) recorded
+    closed_book: bool = False                    # an earlier grade applied the closed-book rule
 
 
 def _json(path: Path) -> dict | None:
@@ -55,6 +60,16 @@ def _previous_reward(grade: dict | None, verifier: Path) -> float | None:
     return float(value) if isinstance(value, (int, float)) else None
 
 
+# The statuses only the closed-book rule gives (scoring/reward.py).
+CLOSED_BOOK_STATUSES = ("closed_book_violation", "closed_book_unverified")
+
+
+def graded_closed_book(grade: dict | None) -> bool:
+    """The grade applied the closed-book rule: its record says so, or its status is the rule's."""
+    block = _get(grade, "closed_book")
+    return (isinstance(block, dict) and block.get("required") is True) or _get(grade, "status") in CLOSED_BOOK_STATUSES
+
+
 def trial_submission(trial: Path, submission_in: str = DEFAULT_SUBMISSION_IN) -> Stored:
     """One Harbor trial folder as a stored submission."""
     result = _json(trial / "result.json") or {}
@@ -64,13 +79,20 @@ def trial_submission(trial: Path, submission_in: str = DEFAULT_SUBMISSION_IN) ->
     version = None
     if grade is not None:
         version = f"{grade.get('scoring_version')}+{grade.get('verifier_version')}"
+    profile_digest = _get(grade, "profile", "digest")
+    trajectory = trial / "agent" / "trajectory.json"
+    closed = graded_closed_book(grade)
     stored = Stored(
         key=f"{trial.parent.name}/{trial.name}",
         submission=trial / submission_in,
         case_id=_get(grade, "profile", "id") or (Path(task).name if task else None),
         meta={"model": model, "task": task, "status": _get(grade, "status"), "version": version},
         previous_reward=_previous_reward(grade, trial / "verifier"),
-        trajectory=trial / "agent" / "trajectory.json" if (trial / "agent" / "trajectory.json").is_file() else None,
+        # Harbor's place for it; a trial graded closed book names it even when it is gone (the
+        # grade then says no trajectory was found there: closed_book_unverified).
+        trajectory=trajectory if closed or trajectory.is_file() else None,
+        graded_profiles=(profile_digest,) if isinstance(profile_digest, str) and profile_digest else (),
+        closed_book=closed,
     )
     if not result:
         stored.problem = "no readable result.json: not a Harbor trial"
@@ -111,6 +133,24 @@ def find_case(cases: Path | None, case_id: str | None) -> Path | None:
         if (candidate / "profile.json").is_file():
             return candidate.resolve()
     return None
+
+
+def profile_changed(stored: Stored, case: Path, shown_as: Path) -> str | None:
+    """Why `case` is not the case the earlier grade measured (its profile digest differs), or None.
+    A grade that recorded no profile digest cannot be checked. `shown_as` names the case as the
+    operator gave it."""
+    from usd_repair_verifier.profiles.digest import file_digest
+
+    if not stored.graded_profiles:
+        return None
+    try:
+        digest = file_digest(case / "profile.json")
+    except OSError as error:
+        return f"the case {shown_as} cannot be read: {error.strerror or error}"
+    if digest in stored.graded_profiles:
+        return None
+    return (f"{shown_as} is profile {digest}, the trial was graded against {stored.graded_profiles[-1]} "
+            "(another case under the same id; --accept-profile-change grades against it anyway)")
 
 
 def parse_where(terms: list[str]) -> dict[str, set[str]]:

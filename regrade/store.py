@@ -21,7 +21,7 @@ from urllib.parse import unquote, urlparse
 from usd_repair_verifier.profiles.schema import SCORING_VERSION
 
 from usd_repair_verifier.scoring import VERIFIER_VERSION
-from usd_repair_verifier.regrade.sources import DEFAULT_SUBMISSION_IN, Stored, changed_since_graded
+from usd_repair_verifier.regrade.sources import CLOSED_BOOK_STATUSES, DEFAULT_SUBMISSION_IN, Stored, changed_since_graded
 from usd_repair_verifier.regrade.warm import ItemResult
 
 
@@ -63,18 +63,33 @@ def _latest(grades: list[dict]) -> dict | None:
     return grades[-1] if grades else None
 
 
-def _trajectory(episode, submissions_root: Path | None) -> Path | None:
-    """The episode's trajectory in its Harbor trial folder, when that folder is known."""
-    trial = _trial_folder(episode, submissions_root)
+def _trajectory(episode, submissions_root: Path | None, submission: Path | None, closed_book: bool) -> Path | None:
+    """The episode's trajectory in the Harbor trial folder its submission was found in (`artifacts/app`
+    in it), else in the trial folder the store names. An episode graded closed book names it even
+    when it is gone, so that its grade says no trajectory was found there (closed_book_unverified)."""
+    if submission is not None and submission.parent.name == "artifacts":
+        trial = submission.parent.parent
+    else:
+        trial = _trial_folder(episode, submissions_root)
     path = trial / "agent" / "trajectory.json" if trial is not None else None
-    return path if path is not None and path.is_file() else None
+    if path is not None and (closed_book or path.is_file()):
+        return path
+    return None
+
+
+def _closed_book(grades: list[dict]) -> bool:
+    """Some grade of the episode applied the closed-book rule (its `closed_book` outcome is recorded
+    only then: clean, violation or unverified)."""
+    return any(g.get("closed_book") is not None or g.get("status") in CLOSED_BOOK_STATUSES for g in grades)
 
 
 def store_submissions(store, submissions_root: Path | None = None) -> list[Stored]:
     stored = []
     for episode in store.iter_episodes():
-        previous = _latest(store.grades(episode.episode_id))
+        grades = store.grades(episode.episode_id)
+        previous = _latest(grades)
         submission = _submission(episode, submissions_root)
+        closed = _closed_book(grades)
         item = Stored(
             key=episode.episode_id,
             submission=submission or Path("/nonexistent"),
@@ -83,7 +98,11 @@ def store_submissions(store, submissions_root: Path | None = None) -> list[Store
                   "status": (previous or {}).get("status"),
                   "version": f"{(previous or {}).get('scoring_version')}+{(previous or {}).get('verifier_version')}"},
             previous_reward=(previous or {}).get("authored_usd"),
-            trajectory=_trajectory(episode, submissions_root),
+            trajectory=_trajectory(episode, submissions_root, submission, closed),
+            # any grade's case is one the store accepted for this episode (the trial's own, or one
+            # a re-grade used); a store of grades that recorded none cannot be checked
+            graded_profiles=tuple(dict.fromkeys(g["profile_digest"] for g in grades if g.get("profile_digest"))),
+            closed_book=closed,
         )
         if submission is None:
             item.problem = "the store does not say where this episode's submission is"

@@ -43,6 +43,7 @@ class Item:
     case: str
     submission: str
     trajectory: str | None = None       # the agent's trajectory, for a closed-book case
+    closed_book: bool = False           # apply the closed-book rule whatever the case says (graded so before)
 
 
 @dataclass
@@ -164,7 +165,7 @@ class WarmGrader:
             # The sealed session's arguments: the verifier's own ini, rootdir and plugins, no
             # conftest from anywhere (a planted one in the submission never runs), --opt=value.
             argv, named = _named_plugins_apart(pytest_argv(item.case, item.submission, str(out),
-                                                          trajectory=item.trajectory))
+                                                          trajectory=item.trajectory, closed_book=item.closed_book))
             with _quiet(self.log_path):
                 code = int(pytest.main([*argv, *WARM_SESSION_ARGS], plugins=[_WarmPlugin(self.references), *named]))
             texts = [_read_text(out / name) for name in (outputs.GRADE_FILE, outputs.REWARD_FILE)]

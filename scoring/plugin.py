@@ -64,6 +64,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--trajectory", default=None,
                     help="the agent's ATIF trajectory.json, read when the case is closed book "
                          "(default: /logs/agent/trajectory.json when present)")
+    group.addoption("--closed-book", action="store_true", default=False,
+                    help="apply the closed-book rule even when the case's profile is open book (a re-grade of a "
+                         "trial graded closed book: it never becomes open book)")
 
 
 def _grading_requested(config: pytest.Config) -> bool:
@@ -320,7 +323,7 @@ class GradingRun:
 
     def _apply_closed_book(self, decision):
         """A closed-book case: read the agent's trajectory and apply the rule to the decision."""
-        if self.case is None or not self.case.profile.closed_book:
+        if self.case is None or not (self.case.profile.closed_book or self.config.getoption("closed_book")):
             self.closed_book = grade_file.ClosedBook(required=False)
             return apply_closed_book(decision, None)
         from usd_repair_verifier import closed_book

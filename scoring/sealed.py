@@ -66,7 +66,7 @@ def scrubbed_environment(environ: dict[str, str]) -> dict[str, str]:
 
 
 def pytest_argv(case: str, submission: str, out: str, *, time_limit: float | None = None, workers: int = 0,
-                select: str | None = None, trajectory: str | None = None) -> list[str]:
+                select: str | None = None, trajectory: str | None = None, closed_book: bool = False) -> list[str]:
     argv = [
         str(VERIFIER_ROOT / "checks"),
         f"--config-file={GRADE_INI}", f"--rootdir={VERIFIER_ROOT}", "--noconftest", "--disable-plugin-autoload",
@@ -85,6 +85,8 @@ def pytest_argv(case: str, submission: str, out: str, *, time_limit: float | Non
         argv += ["-k", select]  # a core option: its value is never taken for a path
     if trajectory:
         argv.append(f"--trajectory={trajectory}")
+    if closed_book:
+        argv.append("--closed-book")
     return argv
 
 

@@ -2,6 +2,8 @@
 link in it (and in docs/) leads somewhere, so moving a section cannot strand a reader."""
 from __future__ import annotations
 
+import json
+
 import re
 from pathlib import Path
 
@@ -133,9 +135,16 @@ def test_the_readme_records_and_regrade_commands_run_as_written(tmp_path):
         assert r.returncode == 0, f"{line}\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}"
         outputs.append(r.stdout + r.stderr)
     assert (tmp_path / "out" / "report" / "report.html").is_file()
-    assert "26 to grade" in outputs[2] and "1 cannot be graded" in outputs[2] and "rewards moved" in outputs[2]
-    assert "graded 26 in" in outputs[2] and "1 invalid, 1 preservation_failed" in outputs[2]
-    assert "8 to grade" in outputs[3] and "graded 8 in" in outputs[3]      # model-c's environment that never started: 1 skipped
+    # The hopper task is closed book: its 9 trials recorded the task's own case, not the open-book
+    # fixtures/cases/hopper_body_and_com; each is skipped with why (with model-c's environment that
+    # never started), so the closed-book violation keeps its 0 and is never re-graded to 1.0.
+    assert "17 to grade" in outputs[2] and "10 cannot be graded" in outputs[2] and "rewards moved" in outputs[2]
+    assert "graded 17 in" in outputs[2] and "16 graded, 1 invalid" in outputs[2]
+    assert "hopper_body_and_com__b5b6239" in outputs[2].split("fixtures/cases/hopper_body_and_com is profile sha256:")[0]
+    assert "the trial was graded against sha256:" in outputs[2] and "--accept-profile-change" in outputs[2]
+    regraded = {p.parent.name: json.loads(p.read_text()) for p in (tmp_path / "out" / "regrade").rglob("grade.json")}
+    assert len(regraded) == 17 and not any(name.startswith("hopper_body_and_com") for name in regraded)
+    assert "5 to grade" in outputs[3] and "graded 5 in" in outputs[3]      # model-c: 3 hopper trials, 1 never started
 
 
 def test_every_extra_has_its_install_size_in_the_readme():
