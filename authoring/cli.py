@@ -102,6 +102,8 @@ def parse_faults(specs: list[str]) -> list[tuple[str, str]] | str:
             return f"unknown fault kind {kind!r}; see usdgrade inject --list"
         if not target and FAULT_KINDS[kind].target != "asset":
             return f"fault {kind} needs a target: {kind}:/Prim/Path (see usdgrade inject --targets REF --fault {kind})"
+        if (kind, target or "*") in faults:   # stacked twice, freeze would weight it twice
+            return f"fault {spec} is given twice; each KIND:TARGET may be injected once"
         faults.append((kind, target or "*"))
     return faults
 

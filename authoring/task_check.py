@@ -13,7 +13,8 @@ imports: 3.2 s against 1.6 s for a grade of the example task's reference, measur
 2. the untouched input (a fresh copy of environment/app, graded with the oracle's trajectory so
    that a closed-book task measures it): it must score 0.0.
 
-One line says whether the task is sound (exit 0) or what failed (exit 1). The verifier is the
+One line says whether the task is sound (exit 0) or what failed (exit 1); a TASK that is not a
+folder is a mistake in the command line (exit 2). The verifier is the
 task's own copy (tests/verifier) when it ships one, else this installed verifier.
 """
 from __future__ import annotations
@@ -113,6 +114,12 @@ def check_task(task: Path) -> tuple[bool, str]:
 
 
 def check_command(task: str) -> int:
+    if not Path(task).is_dir():   # a mistake in the command line, not a task that is unsound
+        from .cli import USAGE
+
+        print(f"usdgrade task --check: {task} is {'not a folder' if Path(task).exists() else 'not there'}: "
+              "give a task folder that usdgrade task wrote", file=sys.stderr)
+        return USAGE
     try:
         sound, summary = check_task(Path(task).resolve())
     except (CheckError, OSError, ValueError, subprocess.TimeoutExpired) as error:

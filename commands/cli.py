@@ -42,11 +42,33 @@ def grade(args: argparse.Namespace) -> int:
     if args.n < 0:
         print(f"usdgrade grade: -n {args.n}: the number of workers is 0 (serial) or more", file=sys.stderr)
         return 2
+    mistake = _grade_path_mistake(args)
+    if mistake:   # a path that is not there: a mistake in the command line, nothing written
+        from usd_repair_verifier.authoring.cli import USAGE
+
+        print(f"usdgrade grade: {mistake}", file=sys.stderr)
+        return USAGE
     # The sealed session (scoring/sealed.py), in an isolated child interpreter: nothing in the
     # submission, the current folder or the environment takes part in the grade.
     argv = command(sys.executable, args.case, args.submission, args.out, workers=args.n, select=args.k,
                    trajectory=args.trajectory)
     return subprocess.run(argv).returncode
+
+
+def _grade_path_mistake(args: argparse.Namespace) -> str | None:
+    """Why a path `usdgrade grade` was given is not there, or None. Only the command's own check:
+    `pytest checks` (Harbor's contract) grades a missing submission as invalid and a broken case
+    as an infrastructure error."""
+    import os
+
+    for label, path in (("submission", args.submission), ("case", args.case)):
+        if not os.path.exists(path):
+            return f"the {label} {path} is not there: nothing was graded or written"
+        if not os.path.isdir(path):
+            return f"the {label} {path} is not a folder: nothing was graded or written"
+    if args.trajectory and not os.path.lexists(args.trajectory):
+        return f"the trajectory {args.trajectory} is not there: nothing was graded or written"
+    return None
 
 
 def inject_command(args: argparse.Namespace) -> int:

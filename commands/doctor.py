@@ -115,7 +115,22 @@ def check_warp_cache(env=os.environ) -> list[Finding]:
                     + ("" if parent_ok else "; its folder is not writable"))]
 
 
-def check_fixture_grade(case: Path, submission: Path, expected: float) -> list[Finding]:
+def expected_reward(case: Path, submission: Path, given: float | None) -> float | None:
+    """The reward the grade should give: --expect when given; the demo's own reward for the demo; for a case's own sides what freezing it required (its reference
+    1.0, its input 0.0); else none (the grade's reward is reported, not judged)."""
+    if given is not None:
+        return given
+    case, submission = case.resolve(), submission.resolve()
+    if (case, submission) == (DEMO_CASE.resolve(), DEMO_SUBMISSION.resolve()):
+        return DEMO_REWARD
+    if submission == case / "reference":
+        return 1.0
+    if submission == case / "input":
+        return 0.0
+    return None
+
+
+def check_fixture_grade(case: Path, submission: Path, expected: float | None) -> list[Finding]:
     """Grade as `usdgrade grade` does, in a child process started outside the checkout."""
     if not (case / "profile.json").is_file() or not submission.is_dir():
         return [Finding("warn", "fixture grade", f"no fixture case at {case} (not a checkout?): "
@@ -131,6 +146,9 @@ def check_fixture_grade(case: Path, submission: Path, expected: float) -> list[F
             import json
 
             reward = json.loads(reward_file.read_text()).get("authored_usd")
+    if expected is None and reward is not None and run.returncode == 0:
+        return [Finding("ok", "fixture grade", f"{case.name}: reward {reward} ({seconds:.1f} s); no expected "
+                                               "reward to compare with (--expect R)")]
     if reward == expected and run.returncode == 0:
         return [Finding("ok", "fixture grade", f"{case.name}: reward {reward} as expected ({seconds:.1f} s)")]
     tail = (run.stderr.strip().splitlines() or run.stdout.strip().splitlines() or ["no output"])[-1]
@@ -149,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.skip_grade:
         case = Path(args.case) if args.case else DEMO_CASE
         submission = Path(args.submission) if args.submission else DEMO_SUBMISSION
-        expected = args.expect if args.expect is not None else DEMO_REWARD
+        expected = expected_reward(case, submission, args.expect)
         findings += check_fixture_grade(case.resolve(), submission.resolve(), expected)
     for f in findings:
         print(f"{f.level:<4}  {f.topic:<16} {f.text}")
@@ -162,7 +180,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser("doctor", help="check this installation: usd-core, plugin, extras, keys, a real grade")
     p.add_argument("--case", help="a case to grade (default: the bundled demo case)")
     p.add_argument("--submission", metavar="DIR", help="its submission (default: the bundled demo submission)")
-    p.add_argument("--expect", type=float, default=None, help=f"the expected reward (default {DEMO_REWARD})")
+    p.add_argument("--expect", type=float, default=None,
+                   help=f"the expected reward (default: {DEMO_REWARD} for the demo, 1.0 for a case's reference, 0.0 for "
+                        "its input, else none: the reward is reported)")
     p.add_argument("--skip-grade", action="store_true", help="skip the fixture grade")
     p.set_defaults(run=run)
     return p

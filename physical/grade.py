@@ -30,17 +30,13 @@ from .settings import ENGINE_MODULES, SETTINGS, THRESHOLDS, pinned_versions
 
 PHYSICAL_FILE = "physical.json"
 RECORD_VERSION = "2"
-REPO_ROOT = Path(__file__).resolve().parent.parent
 RUNTIME_DIR = Path(__file__).resolve().parent / "runtime_tests"
 CACHE_ENV = "WARP_CACHE_PATH"
 
 
 def default_kernel_cache() -> Path:
-    """Where compiled Warp kernels go (about 20 s to build once) without WARP_CACHE_PATH: a
-    checkout's own `.warp-cache/` (ignored by git), else the user's cache folder, never the
-    installed package."""
-    if (REPO_ROOT / "pyproject.toml").is_file():
-        return REPO_ROOT / ".warp-cache"
+    """Where compiled Warp kernels go (about 20 s to build once) without WARP_CACHE_PATH: the user's
+    cache folder ($XDG_CACHE_HOME, else ~/.cache), never the source tree or the installed package."""
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "usd-repair-verifier" / "warp"
 
 

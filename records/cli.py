@@ -6,7 +6,8 @@
 
 Exit codes: 0 done; 1 nothing usable (no folder could be ingested, an unknown episode, an empty
 store to report on) or a trial refused because its id is taken by another trial; 2 the store
-cannot be opened. `report` and `show` only read: they create no store and migrate none. Output cut
+cannot be opened, a folder to ingest is not there (no store is made), or the `records` extra is
+not installed (one line naming it). `report` and `show` only read: they create no store and migrate none. Output cut
 short by its reader (`| head`) ends quietly.
 """
 from __future__ import annotations
@@ -16,6 +17,9 @@ import os
 import sys
 from pathlib import Path
 
+# The modules the `records` extra installs; without them each verb says so in one line.
+EXTRA_MODULES = ("sqlalchemy", "psycopg", "matplotlib")
+INSTALL_EXTRA = "pip install 'usd-repair-verifier[records]'"
 DB_HELP = "database URL (sqlite:///FILE or postgresql+psycopg://...) or a SQLite file; default records.sqlite"
 
 
@@ -35,14 +39,36 @@ def _say(text: str, stream=None) -> None:
             os.close(devnull)
 
 
-def _open(url: str | None, create: bool = True):
-    try:
-        import sqlalchemy.exc
-
-        from .store import StoreError, open_store
-    except ImportError as error:
-        print(f"the records store needs the records extra (pip install -e '.[records]'): {error}", file=sys.stderr)
+def extra_missing(error: ImportError) -> str | None:
+    """The line for a module of the `records` extra that is not installed, else None (another
+    import error is a fault of the verifier's, raised on)."""
+    name = (getattr(error, "name", None) or "").split(".")[0]
+    if name not in EXTRA_MODULES:
         return None
+    return f"usdgrade records needs the records extra, which is not installed (no module {name}): {INSTALL_EXTRA}"
+
+
+def _records_module(name: str):
+    """records.<name>, or None after one line on stderr when the records extra is missing."""
+    import importlib
+
+    try:
+        return importlib.import_module(f"{__package__}.{name}")
+    except ImportError as error:
+        line = extra_missing(error)
+        if line is None:
+            raise
+        _say(line, sys.stderr)
+        return None
+
+
+def _open(url: str | None, create: bool = True):
+    store_module = _records_module("store")
+    if store_module is None:
+        return None
+    import sqlalchemy.exc
+
+    StoreError, open_store = store_module.StoreError, store_module.open_store
 
     try:
         return open_store(url, create=create)
@@ -67,8 +93,15 @@ def _store_file(url: str | None) -> Path | None:
 def ingest_command(args: argparse.Namespace) -> int:
     from usd_repair_verifier.scoring.outputs import OutputRefused, check_placement
 
-    from .ingest import ingest
-
+    missing = [folder for folder in args.folders if not Path(folder).is_dir()]
+    if missing:   # a mistake in the command line: no store is made for it
+        _say(f"records ingest: {missing[0]} is not a folder (give Harbor job or trial folders, or folders of "
+             "grade.json)", sys.stderr)
+        return 2
+    ingest_module = _records_module("ingest")
+    if ingest_module is None:
+        return 2
+    ingest = ingest_module.ingest
     store_file = _store_file(args.db)
     if store_file is not None:
         try:  # a store inside a job would change the job it records; inside the verifier, its code
@@ -99,8 +132,10 @@ def ingest_command(args: argparse.Namespace) -> int:
 def report_command(args: argparse.Namespace) -> int:
     from usd_repair_verifier.scoring.outputs import OutputRefused, claim_folder, replace_folder, staging_folder
 
-    from .report import NothingToReport, write_report
-
+    report_module = _records_module("report")
+    if report_module is None or _records_module("figures") is None:
+        return 2
+    NothingToReport, write_report = report_module.NothingToReport, report_module.write_report
     out = Path(args.out)
     store_file = _store_file(args.db)
     try:  # the report's folder: new, or (--force) an earlier report; never anything else (scoring/outputs.py)
@@ -134,8 +169,10 @@ def report_command(args: argparse.Namespace) -> int:
 
 
 def show_command(args: argparse.Namespace) -> int:
-    from .show import show_lines
-
+    show_module = _records_module("show")
+    if show_module is None:
+        return 2
+    show_lines = show_module.show_lines
     store = _open(args.db, create=False)
     if store is None:
         return 2

@@ -32,7 +32,7 @@ START_TIMEOUT_S = 300.0   # imports on a cold, busy machine; a worker that never
 def worker_main(conn: Connection, log_path: str | None) -> None:
     """A worker process: warm up, then grade items until told to stop."""
     os.setpgrp()  # the driver kills the group: this worker and the validity child it started
-    null = os.open(log_path or os.devnull, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    null = os.open(log_path or os.devnull, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)  # as the umask allows
     os.dup2(null, 1)
     os.dup2(null, 2)
     from usd_repair_verifier.regrade.warm import WarmGrader

@@ -112,7 +112,7 @@ def _quiet(log_path: str | None):
     sys.stdout.flush()
     sys.stderr.flush()
     saved = os.dup(1), os.dup(2)
-    target = os.open(log_path or os.devnull, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    target = os.open(log_path or os.devnull, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)  # as the umask allows
     try:
         os.dup2(target, 1)
         os.dup2(target, 2)

@@ -13,7 +13,9 @@ Nothing is ever destroyed that the command did not write:
 
 Refusals are `OutputRefused`: one line that says why and what to do, raised before anything is
 written. Grade files are written atomically (a temporary file renamed over the target); a folder
-is built beside its destination and renamed into place.
+is built beside its destination and renamed into place. Both get the modes the user's umask
+gives a new file or folder (tempfile's private 0600 and 0700 would make a team's shared output
+unreadable to the team); the sealed test.sh of a Harbor task sets its own umask.
 """
 from __future__ import annotations
 
@@ -38,6 +40,30 @@ SOURCE_PACKAGES = ("authoring", "checks", "closed_book", "commands", "gates", "p
 
 class OutputRefused(ValueError):
     """An output that would overwrite, delete or corrupt something the command did not write."""
+
+
+def current_umask() -> int:
+    """The process's umask, read without changing it (Linux reports it in /proc/self/status)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)   # elsewhere: set and restored at once
+    os.umask(mask)
+    return mask
+
+
+def as_umask_allows(path: Path | str | int, folder: bool = False) -> None:
+    """Give a file (a path or an open descriptor) or a folder made private by tempfile the mode an
+    ordinary new one gets: 0666, or 0777 for a folder, less the umask."""
+    mode = (0o777 if folder else 0o666) & ~current_umask()
+    if isinstance(path, int):
+        os.fchmod(path, mode)
+    else:
+        os.chmod(path, mode)
 
 
 def _real(path: Path) -> Path:
@@ -136,7 +162,9 @@ def staging_folder(out: Path) -> Path:
     """A fresh, empty folder beside `out` (same filesystem) to build the new output in."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=out.parent))
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=out.parent))
+    as_umask_allows(staging, folder=True)     # it becomes the output folder
+    return staging
 
 
 def replace_folder(staging: Path, out: Path, command: str | None = None,
@@ -210,6 +238,7 @@ def write_json(path: Path, value) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
+        as_umask_allows(fd)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(jsonable.dumps(value))
         os.replace(tmp, path)

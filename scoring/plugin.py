@@ -104,6 +104,16 @@ def pytest_configure(config: pytest.Config) -> None:
     run.start()
 
 
+@pytest.fixture(scope="session")
+def grading(request: pytest.FixtureRequest) -> GradingSession:
+    """The run's grading session (a module function: pytest deprecates a session fixture defined as
+    an instance method, such as one of GradingRun's)."""
+    run = request.config.pluginmanager.get_plugin(PLUGIN_NAME)
+    if run is None:
+        pytest.fail("no grade is running: give --case CASE --submission DIR --out OUT", pytrace=False)
+    return run.grading_session()
+
+
 def _import_measuring_code() -> type[GradingSession]:
     """usd_repair_verifier.scoring.session and what it imports (pxr, numpy, scipy, every check family).
 
@@ -257,8 +267,8 @@ class GradingRun:
             if self.work is not None:
                 self.work.abandon(f"{type(error).__name__}: {error}")  # no other worker waits for us
 
-    @pytest.fixture(scope="session")
-    def grading(self) -> GradingSession:
+    def grading_session(self) -> GradingSession:
+        """What the `grading` fixture gives every test of this run."""
         if self.case is None:
             pytest.fail(f"no case loaded: {self.case_error}", pytrace=False)
         if self.session_error is not None:

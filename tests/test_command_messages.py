@@ -132,9 +132,12 @@ def test_a_failing_check_is_one_line_not_a_traceback(tmp_path):
     assert "2 failed, 22 passed" in r.stdout     # still pytest's count: the outcome is unchanged
 
 
-def test_a_wrong_submission_path_is_a_short_invalid_grade(tmp_path):
-    r = usdgrade("grade", str(tmp_path / "nonexistent"), "--case", str(DEMO_CASE), "--out", str(tmp_path / "out"))
-    assert r.returncode == 0
+def test_a_wrong_submission_path_is_a_short_invalid_grade_under_pytest_checks(tmp_path):
+    """Harbor's contract (`pytest checks`): a missing /app is an invalid submission, reward 0."""
+    from usd_repair_verifier.scoring.run import run_grade
+
+    r = run_grade(DEMO_CASE, tmp_path / "nonexistent", tmp_path / "out", timeout=300)
+    assert r.exit_code == 0
     assert "Traceback" not in r.stdout and "FAILURES" not in r.stdout and "short test summary" not in r.stdout
     assert f"local_package: {tmp_path / 'nonexistent'} does not exist" in r.stdout
     assert len(r.stdout.splitlines()) < 25, r.stdout
@@ -169,6 +172,8 @@ def test_pytest_grades_from_any_folder_with_the_installed_plugin(tmp_path):
                        cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     assert "pytest_plugins" not in r.stdout
+    # no deprecation of pytest's (a session fixture defined as an instance method) and no other warning
+    assert "PytestRemovedIn" not in r.stdout and "warnings summary" not in r.stdout, r.stdout[-3000:]
     assert json.loads((tmp_path / "out" / "reward.json").read_text()) == {"authored_usd": 0.5}
     assert json.loads((tmp_path / "out" / "grade.json").read_text())["status"] == "graded"
 
@@ -373,3 +378,98 @@ def test_a_layer_that_does_not_parse_is_one_line_naming_file_and_line(tmp_path):
         assert r.returncode == 1 and "cabinet.usda:" in line and "parse error at 'garbage {{{'" in line, line
         assert "pxrInternal" not in line and ".inject-" not in line
     assert not (tmp_path / "out").exists() and not (tmp_path / "case").exists()
+
+
+# --- the mistakes a new user makes: one line, the README's exit code, nothing created ------------
+
+# Runs the command as the core install would, without the records extra's modules: each import of
+# one raises ModuleNotFoundError, as it does when the package is not installed.
+WITHOUT_RECORDS_EXTRA = ("import sys\n"
+                         "for name in ('sqlalchemy', 'psycopg', 'matplotlib'):\n"
+                         "    sys.modules[name] = None\n"
+                         "from usd_repair_verifier.commands.cli import main\n"
+                         "sys.exit(main(sys.argv[1:]))\n")
+
+
+@pytest.mark.parametrize("args", [["records", "show", "X", "--db", "S.sqlite"],
+                                  ["records", "ingest", str(JOB), "--db", "S.sqlite"],
+                                  ["records", "report", "--db", "S.sqlite", "--out", "report"],
+                                  ["regrade", "--db", "S.sqlite", "--cases", str(CASES)]])
+def test_records_without_the_extra_name_the_extra_in_one_line(tmp_path, args):
+    if args[0] == "regrade":
+        (tmp_path / "S.sqlite").write_bytes(b"")     # the store is there; the extra to read it is not
+    before = sorted(p.name for p in tmp_path.iterdir())
+    r = subprocess.run([sys.executable, "-c", WITHOUT_RECORDS_EXTRA, *args], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=120)
+    line = one_line(r.stderr)
+    assert r.returncode == 2 and "pip install 'usd-repair-verifier[records]'" in line, r.stderr
+    assert "records extra" in line and "ModuleNotFoundError" not in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == before            # no store, no report folder
+
+
+def test_ingest_of_a_folder_that_is_not_there_creates_no_store(tmp_path):
+    r = usdgrade("records", "ingest", str(tmp_path / "jbos"), "--db", str(tmp_path / "S.sqlite"), cwd=tmp_path)
+    assert r.returncode == 2 and f"{tmp_path / 'jbos'} is not a folder" in one_line(r.stderr), r.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("which", ["case", "submission", "trajectory", "case_is_a_file"])
+def test_grade_of_a_path_that_is_not_there_is_a_usage_error_writing_nothing(tmp_path, which):
+    case, submission = str(DEMO_CASE), str(DEMO)
+    extra = []
+    if which == "case":
+        case = str(CASES / "ant_two_joint_fault")                  # misspelled
+    elif which == "submission":
+        submission = str(tmp_path / "submision")
+    elif which == "trajectory":
+        extra = ["--trajectory", str(tmp_path / "trajectroy.json")]
+    else:
+        case = str(DEMO_CASE / "profile.json")
+    r = usdgrade("grade", submission, "--case", case, "--out", str(tmp_path / "out"), *extra)
+    line = one_line(r.stderr)
+    assert r.returncode == 2 and ("is not there" in line or "is not a folder" in line), r.stderr
+    assert "nothing was graded or written" in line
+    assert not (tmp_path / "out").exists()
+
+
+def test_pytest_checks_keeps_harbors_contract_for_a_broken_case(tmp_path):
+    """A case folder that is not there is the verifier's fault under Harbor: an infrastructure error."""
+    from usd_repair_verifier.scoring.run import run_grade
+
+    r = run_grade(tmp_path / "no_case", DEMO, tmp_path / "out", timeout=300)
+    assert r.exit_code == 3 and r.grade["status"] == "infrastructure_error"
+    assert r.reward == {"authored_usd": 0.0}
+
+
+def test_task_check_of_a_folder_that_is_not_there_says_so(tmp_path):
+    r = usdgrade("task", "--check", str(tmp_path / "tsak"), cwd=tmp_path)
+    line = one_line(r.stderr)
+    assert r.returncode == 2 and "is not there" in line and "NOT sound" not in r.stdout + r.stderr, r.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("faults", [["joint_frame:/Cabinet/Joints/DoorHinge"] * 2,
+                                    ["broken_asset_path", "broken_asset_path:*"]])
+def test_inject_refuses_the_same_fault_twice(tmp_path, faults):
+    r = usdgrade("inject", "--reference", str(CABINET), *(f"--fault={f}" for f in faults), "--out",
+                 str(tmp_path / "broken"))
+    line = one_line(r.stderr)
+    assert r.returncode == 2 and "is given twice" in line, r.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_doctor_expects_a_cases_own_reward_not_the_demos(tmp_path):
+    """The demo's 0.5 is the demo's: a case's reference must grade 1.0, another submission has no
+    expected reward (its reward is reported)."""
+    from usd_repair_verifier.commands.doctor import expected_reward
+
+    assert expected_reward(CASE, CASE / "reference", None) == 1.0
+    assert expected_reward(CASE, CASE / "input", None) == 0.0
+    assert expected_reward(CASE, DEMO, None) is None and expected_reward(CASE, DEMO, 0.25) == 0.25
+    assert expected_reward(DEMO_CASE, DEMO, None) == 0.5
+    r = usdgrade("doctor", "--case", str(CASE), "--submission", str(CASE / "reference"), cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"{CASE.name}: reward 1.0 as expected" in r.stdout
+    r = usdgrade("doctor", "--case", str(CASE), "--submission", str(DEMO_CASE / "input"), cwd=tmp_path)
+    assert f"{CASE.name}: reward 0.0 (" in r.stdout and "no expected reward" in r.stdout, r.stdout
+    assert list(tmp_path.iterdir()) == []

@@ -306,3 +306,50 @@ def test_an_out_that_is_a_file_is_a_usage_error_not_an_internal_error(tmp_path):
     r = run_grade(CASE, CASE / "input", out, timeout=300)
     assert r.exit_code == 4 and "exists and is not a folder" in r.stdout + r.stderr
     assert "INTERNALERROR" not in r.stdout + r.stderr and out.read_text() == "mine"
+
+
+# --- modes: what is written follows the user's umask (the sealed test.sh sets its own) -------------
+
+@pytest.mark.parametrize("mask, file_mode, folder_mode", [(0o022, 0o644, 0o755), (0o002, 0o664, 0o775),
+                                                          (0o077, 0o600, 0o700)])
+def test_outputs_follow_the_umask(tmp_path, mask, file_mode, folder_mode):
+    import os
+    import stat
+
+    old = os.umask(mask)
+    try:
+        assert outputs.current_umask() == mask
+        outputs.write_json(tmp_path / "out" / "grade.json", {"a": 1})
+        staging = outputs.staging_folder(tmp_path / "report")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "out" / "grade.json").stat().st_mode) == file_mode
+    assert stat.S_IMODE(staging.stat().st_mode) == folder_mode
+
+
+def test_a_grade_and_a_page_are_readable_by_the_team_under_umask_022(tmp_path):
+    """`usdgrade grade` and `usdgrade explain --html` with the common umask: files 0644, folders 0755
+    (tempfile's private modes were 0600 and 0700 whatever the umask)."""
+    import os
+    import stat
+
+    def command(*args):
+        return subprocess.run([sys.executable, "-m", "usd_repair_verifier.commands.cli", *args], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=300, preexec_fn=lambda: os.umask(0o022))
+
+    out = tmp_path / "out"
+    assert command("grade", str(CASE / "reference"), "--case", str(CASE), "--out", str(out)).returncode == 0
+    assert command("explain", str(out / "grade.json"), "--html", "--out", str(tmp_path / "page")).returncode == 0
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in (out / "grade.json", out / "reward.json",
+                                                            tmp_path / "page", tmp_path / "page" / "index.html")}
+    assert modes == {"grade.json": 0o644, "reward.json": 0o644, "page": 0o755, "index.html": 0o644}
+
+
+def test_the_warp_kernel_cache_defaults_to_the_users_cache_folder(monkeypatch, tmp_path):
+    from usd_repair_verifier.physical.grade import default_kernel_cache
+
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    assert default_kernel_cache() == Path.home() / ".cache" / "usd-repair-verifier" / "warp"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert default_kernel_cache() == tmp_path / "usd-repair-verifier" / "warp"
+    assert not any(outputs.inside(default_kernel_cache(), folder) for folder in (ROOT, *outputs.verifier_code()))

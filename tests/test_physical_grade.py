@@ -3,7 +3,7 @@
 These tests need the engine: `pip install -e '.[test]'` (the README's test command and .ci/run
 install it; the tests never install anything). Without it they FAIL (test_engine_is_installed says
 why); they never skip. Warp kernels compile once into
-WARP_CACHE_PATH (default: .warp-cache/ in the checkout), about 20 s.
+WARP_CACHE_PATH (default: ~/.cache/usd-repair-verifier/warp), about 20 s.
 
 The runtime sessions fork from one runtime server per test process (physical/runtime_server.py),
 as a sweep's do: about 2.5 s a grade instead of 6. test_same_bytes_same_record grades the same

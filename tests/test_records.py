@@ -403,7 +403,9 @@ def test_usdgrade_records_commands(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "closed_book_violation" in out and "f2-mass.center_of_mass" in out and "raw_authored_usd" in out
     assert main(["records", "show", "no-such-episode", "--db", str(db)]) == 1
-    assert main(["records", "ingest", str(tmp_path / "empty"), "--db", str(db)]) == 1
+    assert main(["records", "ingest", str(tmp_path / "empty"), "--db", str(db)]) == 2   # not there: a mistake
+    (tmp_path / "empty").mkdir()
+    assert main(["records", "ingest", str(tmp_path / "empty"), "--db", str(db)]) == 1   # nothing to ingest: refused
     (tmp_path / "bad.sqlite").write_text("not a database")
     assert main(["records", "report", "--db", str(tmp_path / "bad.sqlite"), "--out", str(tmp_path / "x")]) == 2
 
