@@ -48,6 +48,7 @@ tr:nth-child(even) { background: #f6f6f8; }
 .tol { position: absolute; top: -3px; bottom: -3px; width: 2px; background: #17803d; }
 .bad { background: #d9483b; } .good { background: #2f9e57; } .input { background: #9aa0aa; } .progress { background: #3b6fd9; }
 .bars td { padding: 1px 8px; } figure { display: inline-block; margin: 6px 10px 0 0; }
+.track { max-width: 100%; } img { max-width: 100%; height: auto; } code { overflow-wrap: break-word; }
 figcaption { font-size: 12px; color: #555; text-align: center; } img { border: 1px solid #ccc; }
 """
 
@@ -144,25 +145,72 @@ def draw_figures(checks: list[CheckEntry], case: Path, submission: Path, out: Pa
     """{check index: figure HTML} and the files written (check-<i>-<role>-<view>.png in `out`)."""
     from usd_repair_verifier.profiles.case import load_case
 
-    from usd_repair_verifier.commands.explain_pictures import Pictures
+    from usd_repair_verifier.commands.explain_pictures import VIEW_LABELS, Pictures
 
     profile = load_case(case).profile
     pictures = Pictures(case / "reference", submission, dict(profile.sampling), dict(profile.correspondence))
     figures, written = {}, []
     for index, check in progress(list(enumerate(checks[:MAX_PICTURED])), "drawing checks", "check"):
         target = str(check.target)
-        parts = []
-        for view, roles in pictures.draw(target).items():
-            pair = []
+        drawn = pictures.draw(target)
+        if not drawn.differs and not pictures.singled_out(target):
+            figures[index] = ('<p class="muted">No picture applies: the reference and the candidate look the same '
+                              'from every view and the check names no part to show.</p>')
+            continue
+        parts, pair = [], []
+        for view, roles in drawn.views.items():
+            if drawn.differs:
+                pair = []
             for role, png in roles.items():
                 name = f"check-{index}-{role}-{view}.png"
                 (out / name).write_bytes(png)
                 written.append(name)
-                pair.append(f'<figure><img src="{name}" width="340" height="340" alt="{role} {view}">'
-                            f"<figcaption>{role}, {view.replace('_', ' ')}</figcaption></figure>")
+                caption = f"{role}, {VIEW_LABELS[view]}" if drawn.differs else f"where: {VIEW_LABELS[view]}"
+                pair.append(f'<figure><img src="{name}" width="340" height="340" alt="{_e(caption)}">'
+                            f"<figcaption>{_e(caption)}</figcaption></figure>")
+            if drawn.differs:
+                parts.append("<div>" + "".join(pair) + "</div>")
+        if not drawn.differs:   # the reference alone: its views side by side
             parts.append("<div>" + "".join(pair) + "</div>")
-        figures[index] = f'<p class="muted">{_e(pictures.label(target))}</p>' + "".join(parts)
+        note = _e(pictures.label(target))
+        if not drawn.differs:
+            note = (f"The reference and the candidate look the same from every view: a picture cannot show what "
+                    f"{_e(check.family)}.{_e(check.measure)} measures. Only where it is, on the reference ({note}).")
+        figures[index] = f'<p class="muted">{note}</p>' + "".join(parts)
     return figures, sorted(written)
+
+
+def check_table(grade: Grade) -> str:
+    """F and S check by check: which targeted checks passed, which failed, and each one's weight in
+    the reward (every check counts 1/N in F and in S; R = 0.5 F + 0.5 S)."""
+    from usd_repair_verifier.scoring.reward import WEIGHT_F, WEIGHT_S
+
+    checks = grade.checks
+    no_reward = grade.status.value in ("partial", "infrastructure_error")   # the arithmetic says why
+    if not checks or no_reward or grade.targeted_repair_fraction is None or grade.targeted_semantic_score is None:
+        return ""
+    n = len(checks)
+    rows = []
+    for c in checks:
+        passed = c.passed is True
+        verdict = ('<span class="pass">passed</span>' if passed else '<span class="notrun">unmeasured</span>'
+                   if c.passed is None else '<span class="fail">failed</span>')
+        share = (WEIGHT_F * passed + WEIGHT_S * float(c.progress or 0.0)) / n
+        rows.append(f"<tr><td><code>{_e(c.id)}</code></td><td><code>{_e(c.fault_kind or c.fault)}</code></td>"
+                    f"<td>{verdict}</td><td>{int(passed)} of 1</td><td>{_number(c.progress)}</td>"
+                    f"<td>1/{n}</td><td>{share:.4f}</td></tr>")
+    passed_n = sum(c.passed is True for c in checks)
+    total_s = sum(float(c.progress or 0.0) for c in checks)
+    foot = (f'<tr><th colspan="3">all {n} targeted checks</th><th>F = {passed_n}/{n} = '
+            f"{grade.targeted_repair_fraction:.4f}</th><th>S = {total_s:.4f}/{n} = "
+            f"{grade.targeted_semantic_score:.4f}</th><th></th><th>R = {WEIGHT_F:g} F + {WEIGHT_S:g} S</th></tr>")
+    return ('<table class="reward-checks"><tr><th>check</th><th>fault kind</th><th>result</th><th>in F</th>'
+            '<th>progress (in S)</th><th>weight in F and in S</th><th>share of R</th></tr>'
+            + "".join(rows) + foot + "</table>"
+            '<p class="muted">F counts a check 1 when every component is within tolerance, else 0 (an unmeasured '
+            "check counts 0); S takes its semantic progress, 0 at the input's error and 1 within tolerance. "
+            "Each check's share of R is 0.5 x its F + 0.5 x its progress, over N. The gates then may cap or "
+            "zero R (below).</p>")
 
 
 def _head(grade: Grade) -> str:
@@ -181,7 +229,7 @@ def _head(grade: Grade) -> str:
 def page(grade: Grade, figures: dict[int, str], pictures_note: str | None) -> str:
     checks = failing_checks(grade)
     how = arithmetic(grade)
-    body = [_head(grade), "<h2>Reward</h2>", f"<p><code>{_e(how)}</code></p>" if how else ""]
+    body = [_head(grade), "<h2>Reward</h2>", f"<p><code>{_e(how)}</code></p>" if how else "", check_table(grade)]
     body += [f"<p>{_e(reason)}</p>" for reason in grade.reasons]
     body.append("<h2>Failing checks</h2>")
     if pictures_note:
@@ -197,7 +245,8 @@ def page(grade: Grade, figures: dict[int, str], pictures_note: str | None) -> st
     body += ["<h2>Gates</h2>", gate_rows(grade)]
     passing = [c.id for c in grade.checks if c.passed is True]
     body.append("<h2>Passing checks</h2><p>" + (", ".join(f"<code>{_e(i)}</code>" for i in passing) or "none") + "</p>")
-    return ('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>usdgrade explain</title>'
+    return ('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+            '<meta name="viewport" content="width=device-width, initial-scale=1"><title>usdgrade explain</title>'
             f"<style>{STYLE}</style></head><body>{''.join(body)}</body></html>\n")
 
 

@@ -5,9 +5,16 @@ The drawing is the visual grade's deterministic rasterizer (visual/render.py and
 z-buffer, PNG encoding); only the scene differs. It is built from the grade's own
 snapshots (every visible component's world surface), coloured for diagnosis instead of
 by material: context parts neutral grey, the check's parts in one strong colour, a
-joint's other body in a second one and the joint's anchor as a small marker. Candidate
+joint's other body in a second one and the joint's frame as a small marker (one from each body's side). Candidate
 parts are found through the correspondence (structure, pose and shape), never by path,
 exactly as the check found them. Same bytes in, same pixels out.
+
+The views are oriented on the asset as the visual grade orients them (visual/render.py
+`asset_views`, from the reference: its front is the side from which the most parts are visible),
+so a picture captioned "rear three-quarter" shows the asset's back, whichever way its file's axes
+point. A check whose reference and candidate look the same from every view (a joint's limits, a
+mass, a body's state) gets one picture of the part concerned, said to be that, or none when the
+check names no part: a pair of identical pictures would suggest a difference to look for.
 """
 from __future__ import annotations
 
@@ -24,16 +31,21 @@ from usd_repair_verifier.visual import render
 CONTEXT = (0.50, 0.50, 0.52)      # linear grey: everything the check is not about
 PRIMARY = (1.00, 0.18, 0.00)      # the check's target: the component, body or joint's child body
 SECONDARY = (0.02, 0.22, 1.00)    # a joint's parent body
-MARKER = (1.00, 0.00, 0.85)       # a joint's anchor (world position of its frame)
+MARKER = (1.00, 0.00, 0.85)       # a joint's anchors (world positions of its frame, seen from each body)
 SIZE = 384
 MARKER_FRACTION = 0.05            # the anchor's size, as a share of the asset's size
+# What each view shows, as a caption says it (the camera's place around the asset's front).
+VIEW_LABELS = {"front": "front", "side": "right side", "top": "top (front down)",
+               "three_quarter": "front three-quarter, from above right",
+               "three_quarter_rear": "rear three-quarter, from above left"}
 
 
 @dataclass(frozen=True)
 class Highlight:
     primary: frozenset[str]       # component paths drawn in PRIMARY
     secondary: frozenset[str]     # component paths drawn in SECONDARY
-    anchor: tuple[float, float, float] | None   # joint anchor, world metres (before Z-up)
+    anchors: tuple[tuple[float, float, float], ...]   # a joint's frame from each body's side, world metres
+                                                      # (before Z-up): one marker when they agree, two when not
     label: str                    # what the colours mean, for the caption
 
 
@@ -51,16 +63,19 @@ def highlight_for(snapshot: StageSnapshot, target: str, role: str, match) -> Hig
         path = match.joints.get(target) if to_candidate else target
         joint = snapshot.joints.get(path) if path else None
         if joint is None:
-            return Highlight(frozenset(), frozenset(), None, "the joint has no counterpart here")
-        return Highlight(_components_of(snapshot, joint.body1), _components_of(snapshot, joint.body0),
-                         tuple(joint.frame1.position), "joint: child body orange, parent body blue, anchor magenta")
+            return Highlight(frozenset(), frozenset(), (), "the joint has no counterpart here")
+        # the two sides of a healthy joint agree (to float noise): one marker
+        anchors = tuple({tuple(round(float(x), 6) for x in frame.position): tuple(map(float, frame.position))
+                         for frame in (joint.frame0, joint.frame1)}.values())
+        return Highlight(_components_of(snapshot, joint.body1), _components_of(snapshot, joint.body0), anchors,
+                         "joint: child body orange, parent body blue, its frame magenta (seen from each body)")
     if target in match.bodies:
         body = match.bodies.get(target) if to_candidate else target
-        return Highlight(_components_of(snapshot, body), frozenset(), None, "body: its visible parts orange")
+        return Highlight(_components_of(snapshot, body), frozenset(), (), "body: its visible parts orange")
     if target in match.components:
         part = match.components.get(target) if to_candidate else target
-        return Highlight(frozenset([part]) if part else frozenset(), frozenset(), None, "component: orange")
-    return Highlight(frozenset(), frozenset(), None, "the whole asset: nothing singled out")
+        return Highlight(frozenset([part]) if part else frozenset(), frozenset(), (), "component: orange")
+    return Highlight(frozenset(), frozenset(), (), "the whole asset: nothing singled out")
 
 
 def _marker(anchor, size: float) -> np.ndarray:
@@ -86,11 +101,11 @@ def highlighted_scene(snapshot: StageSnapshot, highlight: Highlight) -> render.S
         tris.append(t)
         cols.append(np.broadcast_to(np.array(color), (len(t), 3)))
         ids.append(np.full(len(t), index, dtype=np.int64))
-    if highlight.anchor is not None:
-        t = _marker(highlight.anchor, snapshot.size)
+    for number, anchor in enumerate(highlight.anchors):
+        t = _marker(anchor, snapshot.size)
         tris.append(t)
         cols.append(np.broadcast_to(np.array(MARKER), (len(t), 3)))
-        ids.append(np.full(len(t), len(snapshot.components), dtype=np.int64))
+        ids.append(np.full(len(t), len(snapshot.components) + number, dtype=np.int64))
     if not tris:
         return render.Scene(np.zeros((0, 3, 3)), np.zeros((0, 3)), np.zeros(0, dtype=np.int64), 0)
     triangles = np.concatenate(tris)
@@ -98,6 +113,14 @@ def highlighted_scene(snapshot: StageSnapshot, highlight: Highlight) -> render.S
         triangles = np.stack([triangles[..., 0], -triangles[..., 2], triangles[..., 1]], axis=-1)
     return render.Scene(np.ascontiguousarray(triangles), np.ascontiguousarray(np.concatenate(cols)),
                         np.concatenate(ids), len(tris))
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """A check's pictures: {view: {role: PNG bytes}}, and whether any view shows a difference
+    between reference and candidate (when none does, only the reference's is kept)."""
+    views: dict[str, dict[str, bytes]]
+    differs: bool
 
 
 class Pictures:
@@ -108,6 +131,9 @@ class Pictures:
         self.candidate = read_snapshot(render.root_layer(candidate), sampling)
         self.match = correspond(self.reference, self.candidate,
                                 correspondence.get("max_body_cost", 1.25), correspondence.get("max_joint_cost", 1.25))
+        # the asset's own views, from the reference with nothing highlighted: the same for every check
+        plain = highlighted_scene(self.reference, Highlight(frozenset(), frozenset(), (), ""))
+        self.directions = render.asset_views(plain, render.union_bounds(plain)) if len(plain.triangles) else render.VIEWS
 
     def scenes(self, target: str) -> dict[str, tuple[render.Scene, Highlight]]:
         out = {}
@@ -116,17 +142,37 @@ class Pictures:
             out[role] = (highlighted_scene(snapshot, highlight), highlight)
         return out
 
-    def draw(self, target: str, views: int = 2, size: int = SIZE) -> dict[str, dict[str, bytes]]:
-        """{view: {role: PNG bytes}} for the check's target, both roles framed on the same bounds,
-        in the `views` views that show most of the reference's highlighted parts."""
+    def draw(self, target: str, views: int = 2, size: int = SIZE) -> Drawn:
+        """The check's target in the `views` views that show most of the reference's highlighted
+        parts, both roles framed on the same bounds; the candidate's only when some view differs."""
         scenes = self.scenes(target)
         bounds = render.union_bounds(*(scene for scene, _ in scenes.values()))
-        images = {view: {role: render.rasterize(scene, render.camera(view, bounds, size))
+        images = {view: {role: render.rasterize(scene, render.camera(view, bounds, size, self.directions))
                          for role, (scene, _) in scenes.items()} for view in render.VIEWS}
+        differs = self._part_differs(scenes, bounds, size)
         order = list(render.VIEWS)
         best = sorted(order, key=lambda v: (-int(primary_mask(images[v]["reference"]).sum()), order.index(v)))[:views]
-        return {view: {role: render.encode_png(image) for role, image in images[view].items()}
-                for view in sorted(best, key=order.index)}
+        roles = ("reference", "candidate") if differs else ("reference",)
+        return Drawn({view: {role: render.encode_png(images[view][role]) for role in roles}
+                      for view in sorted(best, key=order.index)}, differs)
+
+    def _part_differs(self, scenes: dict, bounds, size: int) -> bool:
+        """Whether the part concerned looks different in some view: the highlighted triangles alone
+        (a moved handle elsewhere in the picture is another check's difference), or the whole asset
+        when the check singles nothing out."""
+        drawn = {}
+        for role, (scene, highlight) in scenes.items():
+            if highlight.primary or highlight.secondary or highlight.anchors:
+                keep = ~np.all(scene.colors == np.array(CONTEXT), axis=1)
+                scene = render.Scene(scene.triangles[keep], scene.colors[keep], scene.part_ids[keep], scene.gprims)
+            drawn[role] = scene
+        return any(not np.array_equal(render.rasterize(drawn["reference"], cam), render.rasterize(drawn["candidate"], cam))
+                   for cam in (render.camera(view, bounds, size, self.directions) for view in render.VIEWS))
+
+    def singled_out(self, target: str) -> bool:
+        """The check names parts of the asset (a joint's bodies, a body, a component) to highlight."""
+        highlight = highlight_for(self.reference, target, "reference", self.match)
+        return bool(highlight.primary or highlight.secondary or highlight.anchors)
 
     def label(self, target: str) -> str:
         return highlight_for(self.reference, target, "reference", self.match).label

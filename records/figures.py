@@ -1,4 +1,8 @@
-"""The report's figures (matplotlib, Agg), each written as PNG and SVG without timestamps."""
+"""The report's figures (matplotlib, Agg), each written as PNG and SVG without timestamps.
+
+Each function returns {file name: the smallest text of the figure, in pixels of the PNG}, measured
+from the figure's own text artists, so that the page can be checked to show no text below a size
+a person reads (tests/test_pages_in_browser.py)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -13,15 +17,26 @@ import numpy as np  # noqa: E402
 matplotlib.rcParams["svg.hashsalt"] = "usdgrade-records"
 PNG_METADATA = {"Software": None}
 SVG_METADATA = {"Date": None, "Creator": None}
+PNG_DPI = 110
+CELL_FONT_PT = 9      # a heatmap cell's rate and count: 13.75 px in the PNG
 
 
-def _save(figure, out: Path, name: str) -> list[str]:
+def smallest_text_px(figure, dpi: float = PNG_DPI) -> float:
+    """The smallest visible, non-empty text of the figure, in pixels at `dpi`."""
+    from matplotlib.text import Text
+
+    sizes = [t.get_fontsize() for t in figure.findobj(Text) if t.get_visible() and t.get_text().strip()]
+    return min(sizes) * dpi / 72.0 if sizes else 0.0
+
+
+def _save(figure, out: Path, name: str) -> dict[str, float]:
     out.mkdir(parents=True, exist_ok=True)
     figure.tight_layout()
-    figure.savefig(out / f"{name}.png", dpi=110, metadata=PNG_METADATA)
+    figure.savefig(out / f"{name}.png", dpi=PNG_DPI, metadata=PNG_METADATA)
     figure.savefig(out / f"{name}.svg", metadata=SVG_METADATA)
+    text_px = smallest_text_px(figure)
     plt.close(figure)
-    return [f"{name}.png", f"{name}.svg"]
+    return {f"{name}.png": text_px, f"{name}.svg": text_px}
 
 
 def _short(text: str, limit: int = 32) -> str:
@@ -32,34 +47,36 @@ def _label(model: str, agent: str) -> str:
     return f"{_short(model)}\n({_short(agent)})"
 
 
-def heatmap(rates: list[dict], by: str, out: Path, name: str) -> list[str]:
-    """Strict repair rate: models down, families or fault kinds across, the rate in each cell."""
+def heatmap(rates: list[dict], by: str, out: Path, name: str) -> dict[str, float]:
+    """Strict repair rate: families or fault kinds down, models across, the rate in each cell. The
+    kinds go down so that a long list grows the figure's height, never its width (a wide figure is
+    shown scaled down, its text with it)."""
     if not rates:
-        return []
-    rows = sorted({(r["model"], r["agent"]) for r in rates})
-    columns = sorted({r[by] for r in rates})
+        return {}
+    rows = sorted({r[by] for r in rates})
+    columns = sorted({(r["model"], r["agent"]) for r in rates})
     grid = np.full((len(rows), len(columns)), np.nan)
     counts = {}
     for r in rates:
-        i, j = rows.index((r["model"], r["agent"])), columns.index(r[by])
+        i, j = rows.index(r[by]), columns.index((r["model"], r["agent"]))
         grid[i, j] = r["rate"]
         counts[i, j] = f"{r['passed']}/{r['checks']}"
-    figure, axes = plt.subplots(figsize=(1.3 * len(columns) + 2.5, 0.6 * len(rows) + 1.8))
+    figure, axes = plt.subplots(figsize=(1.5 * len(columns) + 3.6, 0.62 * len(rows) + 1.9))
     image = axes.imshow(np.ma.masked_invalid(grid), cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
-    axes.set_xticks(range(len(columns)), [_short(c) for c in columns], rotation=35, ha="right")
-    axes.set_yticks(range(len(rows)), [_label(*r) for r in rows])
+    axes.set_xticks(range(len(columns)), [_label(*c) for c in columns])
+    axes.set_yticks(range(len(rows)), [_short(r) for r in rows])
     for (i, j), text in counts.items():
-        axes.text(j, i, f"{grid[i, j]:.2f}\n{text}", ha="center", va="center", fontsize=8,
+        axes.text(j, i, f"{grid[i, j]:.2f}  {text}", ha="center", va="center", fontsize=CELL_FONT_PT,
                   color="white" if grid[i, j] < 0.6 else "black")
     axes.set_title(f"strict repair rate by {by.replace('_', ' ')}")
     figure.colorbar(image, ax=axes, fraction=0.046)
     return _save(figure, out, name)
 
 
-def reward_distribution(rewards: dict[tuple, list[float]], out: Path) -> list[str]:
+def reward_distribution(rewards: dict[tuple, list[float]], out: Path) -> dict[str, float]:
     """authored_usd of every counted episode per model: box plot with the points over it."""
     if not rewards:
-        return []
+        return {}
     groups = sorted(rewards)
     figure, axes = plt.subplots(figsize=(1.8 * len(groups) + 2, 3.6))
     axes.boxplot([rewards[g] for g in groups], showmeans=True)
@@ -74,10 +91,10 @@ def reward_distribution(rewards: dict[tuple, list[float]], out: Path) -> list[st
     return _save(figure, out, "rewards")
 
 
-def partial_credit(points: dict[tuple, list[tuple[float, float]]], out: Path) -> list[str]:
+def partial_credit(points: dict[tuple, list[tuple[float, float]]], out: Path) -> dict[str, float]:
     """F (strict fraction) against S (semantic progress) per episode, one colour per model."""
     if not points:
-        return []
+        return {}
     figure, axes = plt.subplots(figsize=(4.8, 4.2))
     markers = "osD^v<>"
     groups = sorted(points)
@@ -99,5 +116,5 @@ def partial_credit(points: dict[tuple, list[tuple[float, float]]], out: Path) ->
     axes.set_xlim(-0.05, 1.05)
     axes.set_ylim(-0.05, 1.05)
     axes.set_title("partial-credit anatomy (marker area: episodes)")
-    axes.legend(fontsize=7, loc="upper left")
+    axes.legend(fontsize=8, loc="upper left")
     return _save(figure, out, "partial_credit")

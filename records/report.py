@@ -23,6 +23,7 @@ LEADERBOARD_COLUMNS = [
     ("invalid_rate", "invalid"), ("preservation_failed_rate", "preservation failed"),
     ("closed_book_rate", "closed book zeroed"), ("infrastructure_errors", "infra errors (apart)"),
     ("cost_usd", "cost USD"), ("cost_per_solve_usd", "cost per solve USD"),
+    ("graded_by", "graded by (scoring/verifier: episodes)"),
 ]
 
 NOTES = [
@@ -40,6 +41,8 @@ NOTES = [
     "closed book zeroed counts the closed-book rule's zeroed grades (status closed_book_violation, a web access in "
     "the trajectory, or closed_book_unverified, no trajectory that could be read completely); a closed-book "
     "run that passed the rule and an open-book case count as not",
+    "graded by: the versions of the grades a row's counted episodes are shown with (scoring/verifier, and how "
+    "many); rows of different versions are not comparable",
     "unattributed: a grade that names no model or agent (a plain grade folder, not a Harbor trial) is listed "
     "apart and counted in no row",
 ]
@@ -85,9 +88,25 @@ def _group_anchor(model: str, agent: str) -> str:
     return f"episodes-{slug(model)}-{slug(agent)}"
 
 
+# A cell that reads as a figure (a number, a count, a dash, yes/no) never wraps; any other text
+# (ids, names, reasons) wraps anywhere, so no table is wider than the page.
+FIGURE_CELL = re.compile(r"[-+]?[\d.,/%]*|—|yes|no")
+TAG = re.compile(r"<[^>]+>")
+
+
+def _header(text: str) -> str:
+    """A column heading that may wrap after an underscore or a slash as well as at a space."""
+    return re.sub(r"([_/])", r"\1<wbr>", html.escape(text))
+
+
 def _html_table(headers: list[str], rows: list[list[str]]) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{cell}</td>" for cell in row) + "</tr>" for row in rows)
+    head = "".join(f"<th>{_header(h)}</th>" for h in headers)
+
+    def cell(content: str) -> str:
+        figure = FIGURE_CELL.fullmatch(TAG.sub("", content).strip())
+        return f"<td>{content}</td>" if figure else f'<td class="text">{content}</td>'
+
+    body = "".join("<tr>" + "".join(cell(c) for c in row) + "</tr>" for row in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
@@ -98,7 +117,31 @@ SEPARATE_COLUMNS = [("model", "model"), ("agent", "agent"), ("visual_reports", "
                     ("physical_properties_measured", "properties measured")]
 
 
-def _html(board, families, kinds, infra, episodes, images, versions, separate, tasks, loose) -> str:
+def mixed_versions_warning(views) -> str | None:
+    """The warning a leaderboard gets when its counted episodes are shown with grades of more than
+    one version (a partial re-grade): their rewards must not be ranked together silently."""
+    counts = results.grade_versions([v for v in views if v.attributed and v.counted])
+    if len(counts) < 2:
+        return None
+    listed = ", ".join(f"{n} episode(s) graded by scoring/verifier {version}" for version, n in sorted(counts.items()))
+    return (f"Mixed versions: these rows rank grades of {len(counts)} verifier versions together ({listed}); "
+            "rewards of different versions are not comparable. Re-grade every episode with one version "
+            "(usdgrade regrade), or report one version (--scoring-version, --verifier-version).")
+
+
+# Each figure's smallest text at its own size is given to the page (data-text-px), so a reader's
+# browser test can check the text as displayed: the figure is never shown smaller than that allows.
+STYLE = ("body{font-family:sans-serif;margin:1.5em;color:#222}"
+         "table{border-collapse:collapse;margin:.5em 0;font-size:13px;max-width:100%}"
+         "td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}td{white-space:nowrap}"
+         "td.text{white-space:normal;overflow-wrap:anywhere;min-width:4em}"
+         "td:first-child,th:first-child{text-align:left}th{background:#f0f0f0}"
+         ".warning{border:2px solid #b35900;background:#fff4e5;padding:.6em .8em;font-size:14px;max-width:60em}"
+         "figure{display:inline-block;margin:.5em;vertical-align:top;max-width:100%}"
+         "img{max-width:100%;height:auto}li{font-size:13px}")
+
+
+def _html(board, families, kinds, infra, episodes, images, versions, separate, tasks, loose, warning=None) -> str:
     e = html.escape
     link = lambda r, text: f'<a href="#{_group_anchor(r["model"], r["agent"])}">{e(text)}</a>'
     board_rows = [[link(r, fmt(r[key])) if key in ("model", "mean_authored_usd", "counted") else e(fmt(r[key]))
@@ -109,11 +152,13 @@ def _html(board, families, kinds, infra, episodes, images, versions, separate, t
                            [[link(r, r["model"]), e(r["agent"]), e(r[by]), e(fmt(r["rate"])),
                              f'{r["passed"]}/{r["checks"]}'] for r in rates])
 
-    sections = [f"<h2>Leaderboard</h2>{_html_table([h for _, h in LEADERBOARD_COLUMNS], board_rows)}",
+    alert = f'<p class="warning" role="alert">{e(warning)}</p>' if warning else ""
+    sections = [f"<h2>Leaderboard</h2>{alert}{_html_table([h for _, h in LEADERBOARD_COLUMNS], board_rows)}",
                 "<ul>" + "".join(f"<li>{e(n)}</li>" for n in NOTES) + "</ul>"]
     for name in FIGURES:
         if f"{name}.png" in images:
-            sections.append(f'<figure><img src="figures/{name}.png" alt="{name}"></figure>')
+            sections.append(f'<figure><img src="figures/{name}.png" alt="{name}" '
+                            f'data-text-px="{images[f"{name}.png"]:.1f}"></figure>')
     sections.append("<h2>Separate grades (never combined with the reward)</h2>" + _html_table(
         [h for _, h in SEPARATE_COLUMNS],
         [[link(r, r["model"]) if key == "model" else e(fmt(r[key])) for key, _ in SEPARATE_COLUMNS] for r in separate]))
@@ -140,20 +185,17 @@ def _html(board, families, kinds, infra, episodes, images, versions, separate, t
                  else e(fmt(x[c])) for c in columns] for x in members]
         sections.append(f'<h3 id="{_group_anchor(r["model"], r["agent"])}">{e(r["model"])} ({e(r["agent"])})</h3>'
                         + _html_table(columns, rows))
-    style = ("body{font-family:sans-serif;margin:1.5em;color:#222}table{border-collapse:collapse;margin:.5em 0;"
-             "font-size:13px}td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}td{white-space:nowrap}"
-             "td:first-child,th:first-child{text-align:left}th{background:#f0f0f0}"
-             "figure{display:inline-block;margin:.5em;vertical-align:top}img{max-width:640px}li{font-size:13px}")
-    return (f"<!doctype html><html><head><meta charset=\"utf-8\"><title>Repair results</title>"
-            f"<style>{style}</style></head><body><h1>Repair results</h1>"
+    return (f"<!doctype html><html><head><meta charset=\"utf-8\">"
+            f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>Repair results</title>"
+            f"<style>{STYLE}</style></head><body><h1>Repair results</h1>"
             f"<p>{len(episodes)} episodes; grades of {e(', '.join(versions) or 'no version')}; "
             f"show one: <code>usdgrade records show EPISODE</code></p>{''.join(sections)}</body></html>\n")
 
 
-def _markdown(board, families, kinds, infra, images, versions, separate, tasks, loose) -> str:
-    lines = ["# Repair results", "", f"Grades of {', '.join(versions) or 'no version'}.", "", "## Leaderboard", "",
-             "| " + " | ".join(h for _, h in LEADERBOARD_COLUMNS) + " |",
-             "|" + " --- |" * len(LEADERBOARD_COLUMNS)]
+def _markdown(board, families, kinds, infra, images, versions, separate, tasks, loose, warning=None) -> str:
+    lines = ["# Repair results", "", f"Grades of {', '.join(versions) or 'no version'}.", "", "## Leaderboard", ""]
+    lines += [f"> **{warning}**", ""] if warning else []
+    lines += ["| " + " | ".join(h for _, h in LEADERBOARD_COLUMNS) + " |", "|" + " --- |" * len(LEADERBOARD_COLUMNS)]
     lines += ["| " + " | ".join(fmt(r[k]) for k, _ in LEADERBOARD_COLUMNS) + " |" for r in board]
     lines += [""] + [f"- {n}" for n in NOTES] + [""]
     lines += [f"![{name}](figures/{name})" for name in images if name.endswith(".png")] + [""]
@@ -218,9 +260,10 @@ def write_report(store: Store, out: Path, *, scoring_version: str | None = None,
     from . import figures    # matplotlib: imported only when a report is written
 
     figure_dir = out / "figures"
-    images = (figures.reward_distribution(rewards, figure_dir) + figures.partial_credit(points, figure_dir)
-              + figures.heatmap(families, "family", figure_dir, "repair_by_family")
-              + figures.heatmap(kinds, "fault_kind", figure_dir, "repair_by_fault_kind"))
+    images = {**figures.reward_distribution(rewards, figure_dir), **figures.partial_credit(points, figure_dir),
+              **figures.heatmap(families, "family", figure_dir, "repair_by_family"),
+              **figures.heatmap(kinds, "fault_kind", figure_dir, "repair_by_fault_kind")}
+    warning = mixed_versions_warning(views)
     _csv(out / "leaderboard.csv", board)
     _csv(out / "repair_by_family.csv", families)
     _csv(out / "repair_by_fault_kind.csv", kinds)
@@ -228,9 +271,10 @@ def write_report(store: Store, out: Path, *, scoring_version: str | None = None,
     _csv(out / "separate_grades.csv", separate)
     _csv(out / "per_task.csv", tasks)
     _csv(out / "episodes.csv", episodes)
-    (out / "report.md").write_text(_markdown(board, families, kinds, infra, images, versions, separate, tasks, loose))
+    (out / "report.md").write_text(_markdown(board, families, kinds, infra, images, versions, separate, tasks, loose,
+                                             warning))
     (out / "report.html").write_text(_html(board, families, kinds, infra, episodes, images, versions, separate, tasks,
-                                           loose))
+                                           loose, warning))
     return {"leaderboard": board, "families": families, "fault_kinds": kinds, "infrastructure": infra,
             "separate": separate, "tasks": tasks, "unattributed": loose,
-            "episodes": episodes, "figures": images}
+            "episodes": episodes, "figures": sorted(images), "warning": warning}

@@ -143,6 +143,7 @@ def leaderboard(views: list[EpisodeView]) -> list[dict]:
             "cost_per_solve_usd": sum(costs) / len(solved) if costs and solved else None,
             "episode_ids": [v.id for v in sorted(members, key=lambda v: (v.task, v.episode["attempt"] or 0, v.id))],
         }
+        row["graded_by"] = ", ".join(f"{version} ({n})" for version, n in sorted(grade_versions(counted).items()))
         for k in PASS_AT:
             value, n_tasks = mean_pass_at_k([tuple(t) for t in per_task.values()], k)
             row[f"pass_at_{k}"], row[f"pass_at_{k}_tasks"] = value, n_tasks
@@ -150,6 +151,21 @@ def leaderboard(views: list[EpisodeView]) -> list[dict]:
     rows.sort(key=lambda r: (-(r["mean_authored_usd"] if r["mean_authored_usd"] is not None else -1),
                              r["model"], r["agent"]))
     return rows
+
+
+def version_label(grade: dict) -> str:
+    """A grade's version as the report names it: SCORING/VERIFIER."""
+    return f"{grade['scoring_version']}/{grade['verifier_version']}"
+
+
+def grade_versions(views: list[EpisodeView]) -> dict[str, int]:
+    """How many of the episodes are shown with a grade of each version (a partial re-grade leaves
+    several: their rewards are not comparable, so the report says so where they are ranked)."""
+    counts: dict[str, int] = {}
+    for v in views:
+        if v.grade:
+            counts[version_label(v.grade)] = counts.get(version_label(v.grade), 0) + 1
+    return counts
 
 
 def repair_rates(views: list[EpisodeView], by: str) -> list[dict]:
