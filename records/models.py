@@ -82,6 +82,9 @@ class LeaderboardRow(_Row):
     cost_usd: float | None
     cost_per_solve_usd: float | None
     episode_ids: EpisodeIds
+    graded_by: str = Field(description="the versions of the grades its counted episodes are shown with, "
+                                       "`SCORING/VERIFIER (episodes)`, comma-separated: rows of different versions "
+                                       "are not comparable (the report warns when the leaderboard mixes them)")
     pass_at_1: Rate
     pass_at_1_tasks: int = Field(description="tasks with at least k counted attempts")
     pass_at_3: Rate
