@@ -103,9 +103,10 @@ def highlighted_scene(snapshot: StageSnapshot, highlight: Highlight) -> render.S
 class Pictures:
     """Both snapshots and their correspondence, read once; one picture pair per check."""
 
-    def __init__(self, reference: Path, candidate: Path, sampling: dict, correspondence: dict):
-        self.reference = read_snapshot(render.root_layer(reference), sampling)
-        self.candidate = read_snapshot(render.root_layer(candidate), sampling)
+    def __init__(self, reference: Path, candidate: Path, sampling: dict, correspondence: dict,
+                 variant_selections: dict | None = None):
+        self.reference = read_snapshot(render.root_layer(reference), sampling, variant_selections=variant_selections)
+        self.candidate = read_snapshot(render.root_layer(candidate), sampling, variant_selections=variant_selections)
         self.match = correspond(self.reference, self.candidate,
                                 correspondence.get("max_body_cost", 1.25), correspondence.get("max_joint_cost", 1.25))
 

@@ -138,9 +138,12 @@ class GradingSession:
         if snapshot is None:
             try:
                 snapshot = read_snapshot(self.case.reference_root_layer, self.case.profile.sampling,
-                                         self.case.profile.preserved_namespaces)
+                                         self.case.profile.preserved_namespaces, self.case.profile.variant_selections)
             except StageOpenError as error:
                 raise CaseError(f"the reference does not open: {error}") from error
+            if snapshot.variant_problems:   # a profile edited by hand: freeze refuses such a case
+                raise CaseError(f"the reference cannot take the profile's variant selection "
+                                f"{snapshot.variant_problems[0]}")
             if key is not None:
                 snapshot = self.references.put(key, snapshot)  # with its free-space samples
         return snapshot, round(time.perf_counter() - start, 6)
@@ -150,7 +153,7 @@ class GradingSession:
             validity, seconds = self._validity_future.result()
         else:
             validity, seconds = timed_validity(self.submission, validity_limits(self.case),
-                                               self.case.reference_root_layer)
+                                               self.case.reference_root_layer, self.case.profile.variant_selections)
         read = SubmissionRead(validity, timings={"validity": seconds})
         if validity.infrastructure_error:
             # The validity worker itself failed (could not start, no pxr): our fault, not the agent's.
@@ -159,7 +162,8 @@ class GradingSession:
             start = time.perf_counter()
             try:
                 read.candidate = read_snapshot(validity.root_layer, self.case.profile.sampling,
-                                               self.case.profile.preserved_namespaces)
+                                               self.case.profile.preserved_namespaces,
+                                               self.case.profile.variant_selections)
             except StageOpenError as error:
                 read.stage_error = str(error)
             read.timings["candidate_snapshot"] = round(time.perf_counter() - start, 6)
