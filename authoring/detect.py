@@ -28,6 +28,7 @@ from usd_repair_verifier.profiles.schema import Fault
 from usd_repair_verifier.profiles.vocabulary import DEFAULT_CORRESPONDENCE, DEFAULT_SAMPLING, DEFAULT_TOLERANCES, FAULT_KINDS
 from usd_repair_verifier.stage_snapshot.correspondence import correspond
 from usd_repair_verifier.stage_snapshot.read import read_snapshot
+from usd_repair_verifier.stage_snapshot.variant_selections import applied_selections
 
 from usd_repair_verifier.authoring.inject import InjectionError, inject, root_layer_of
 from usd_repair_verifier.authoring.inject_targets import try_inject
@@ -92,7 +93,8 @@ class Detector:
     def __init__(self, reference: Path, input_: Path, tolerances: dict | None = None,
                  variant_selections: dict | None = None):
         self.reference, self.tolerances = Path(reference), {**DEFAULT_TOLERANCES, **(tolerances or {})}
-        self.selections = dict(variant_selections or {})   # the case's: every stage here is read with them
+        # The case's selections (and the named prims' other sets held): every stage here is read with them.
+        self.selections = applied_selections(root_layer_of(self.reference), dict(variant_selections or {}))
         self.snapshot = read_snapshot(root_layer_of(self.reference), DEFAULT_SAMPLING,
                                       variant_selections=self.selections)
         self.input = _measurements(self.snapshot, Path(input_), self.tolerances)

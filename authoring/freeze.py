@@ -18,6 +18,7 @@ from usd_repair_verifier.checks.measurement import Comparison
 from usd_repair_verifier.checks.registry import FAMILIES, Measurements
 from usd_repair_verifier.stage_snapshot.correspondence import correspond
 from usd_repair_verifier.stage_snapshot.read import read_snapshot
+from usd_repair_verifier.stage_snapshot.variant_selections import applied_selections
 
 from usd_repair_verifier.profiles.digest import tree_digest
 from usd_repair_verifier.authoring.inject import root_layer_of
@@ -47,8 +48,9 @@ def build_profile(case_id: str, reference: Path, input_: Path, faults: list[Faul
     sampling = {**DEFAULT_SAMPLING, **(sampling or {})}
     ref_root, in_root = root_layer_of(reference), root_layer_of(input_)
     selections = _selections(variant_selections, ref_root, in_root)
-    ref_snap, in_snap = (read_snapshot(ref_root, sampling, variant_selections=selections),
-                         read_snapshot(in_root, sampling, variant_selections=selections))
+    applied = applied_selections(ref_root, selections)   # and the named prims' other sets held
+    ref_snap, in_snap = (read_snapshot(ref_root, sampling, variant_selections=applied),
+                         read_snapshot(in_root, sampling, variant_selections=applied))
     for fault in faults:
         _check_target(ref_snap, fault)
     match = correspond(ref_snap, in_snap, DEFAULT_CORRESPONDENCE["max_body_cost"], DEFAULT_CORRESPONDENCE["max_joint_cost"])

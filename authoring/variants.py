@@ -36,15 +36,18 @@ def parse_variant_args(specs: list[str]) -> dict[str, dict[str, str]]:
 
 
 def check_packages(reference_root: Path, input_root: Path, selections: dict[str, dict[str, str]]) -> None:
-    """Both stages take every selection, and the reference composes physics (SelectionRefused)."""
+    """Both stages take every selection, and the reference composes physics (SelectionRefused).
+    Each is composed as the case will compose it (variant_selections.applied_selections)."""
     from usd_repair_verifier.stage_snapshot import variant_selections as selected
     from usd_repair_verifier.stage_snapshot.read import open_stage
 
     for side, root in (("reference", reference_root), ("input", input_root)):
-        stage = open_stage(root, selections)
+        # The reference's own selections are what the others are held at: named ones first.
+        stage = open_stage(root, selections if side == "reference" else
+                           selected.applied_selections(reference_root, selections))
         problems = selected.selection_problems(stage, selections)
         if problems:
-            raise SelectionRefused(f"refusing to freeze: the {side} cannot take --variant {problems[0]}")
+            raise SelectionRefused(f"refusing to freeze: the {side} cannot take --variant {problems[0][2]}")
         if side == "reference":
             hint = selected.hidden_physics(stage)
             if hint:

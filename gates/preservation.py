@@ -101,8 +101,11 @@ def composition_errors(measurements: Measurements, profile: Profile) -> GateResu
     composes: the case grades the physics its selections bring in, which a candidate must keep
     (at the reference's prim path: a selection is keyed by it)."""
     cmp = measurements.comparison
-    lacking = [f"variant selection {problem}: the case grades that selection, the candidate must keep it"
-               for problem in cmp.candidate.variant_problems]
+    # Only the case's own selections must take; a set held at the reference's selection that the
+    # candidate lacks composes nothing either way.
+    lacking = [f"variant selection {text}: the case grades that selection, the candidate must keep it"
+               for path, name, text in cmp.candidate.variant_problems
+               if name in profile.variant_selections.get(path, {})]
     if lacking:
         return GateResult.of("composition_errors", False,
                              f"the candidate cannot take {len(lacking)} of the case's variant selections: "

@@ -179,8 +179,8 @@ class StageSnapshot:
     # element key -> {attribute: plain value} of the simulator namespaces (see scene.py)
     variant_selections: dict[str, dict[str, str]] = field(default_factory=dict)
     # the case's selections the stage was composed with (prim path -> set -> selection)
-    variant_problems: tuple[str, ...] = ()
-    # those the stage cannot take: `PRIM:SET=SELECTION: why` (no such prim, set or variant)
+    variant_problems: tuple[tuple[str, str, str], ...] = ()
+    # those the stage cannot take: (prim path, set, `PRIM:SET=SELECTION: why`): no such prim, set or variant
     hidden_physics: str | None = None
     # a stage that composes no physics: which variant sets hold some (variant_selections.py)
 

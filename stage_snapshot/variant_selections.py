@@ -44,15 +44,45 @@ def open_selected(root_layer: str | Path, selections: dict[str, dict[str, str]] 
     return Usd.Stage.Open(layer, session_layer(selections), load)
 
 
-def selection_problems(stage: Usd.Stage, selections: dict[str, dict[str, str]]) -> tuple[str, ...]:
-    """Each selection the stage cannot take, as `PRIM:SET=SELECTION: why` (empty: all apply)."""
+def applied_selections(reference_root: str | Path, selections: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+    """What every stage of a case is composed with: the case's selections and, for each prim they
+    name, every other variant set of that prim held at the reference's own selection. So a
+    candidate that enables another engine on that prim (or flips any of its sets) is still read
+    as the case reads the reference; a set the case names is its own choice."""
+    if not selections:
+        return {}
+    layer = Sdf.Layer.FindOrOpen(str(reference_root))
+    stage = Usd.Stage.Open(layer, session_layer(selections), Usd.Stage.LoadNone)
+    applied = {}
+    for path, sets in sorted(selections.items()):
+        held = {}
+        prim = stage.GetPrimAtPath(path)
+        if prim and prim.IsDefined():
+            stage.Load(path, Usd.LoadWithoutDescendants)   # the prim's own payloads may author sets
+            prim = stage.GetPrimAtPath(path)
+            for name in prim.GetVariantSets().GetNames():
+                choice = prim.GetVariantSet(name).GetVariantSelection()
+                if choice:
+                    held[name] = choice
+        applied[path] = dict(sorted({**held, **sets}.items()))
+    return applied
+
+
+def held_selections(applied: dict[str, dict[str, str]], named: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+    """The selections `applied_selections` added to the case's (`named`)."""
+    held = {path: {n: c for n, c in sets.items() if n not in named.get(path, {})} for path, sets in applied.items()}
+    return {path: sets for path, sets in held.items() if sets}
+
+
+def selection_problems(stage: Usd.Stage, selections: dict[str, dict[str, str]]) -> tuple[tuple[str, str, str], ...]:
+    """Each selection the stage cannot take, as (prim path, set, `PRIM:SET=SELECTION: why`); empty: all apply."""
     problems = []
     for path, sets in sorted(selections.items()):
         prim = stage.GetPrimAtPath(path)
         for name, choice in sorted(sets.items()):
             problem = _why_not(prim, path, name, choice)
             if problem:
-                problems.append(f"{path}:{name}={choice}: {problem}")
+                problems.append((path, name, f"{path}:{name}={choice}: {problem}"))
     return tuple(problems)
 
 
@@ -60,12 +90,17 @@ def _why_not(prim: Usd.Prim, path: str, name: str, choice: str) -> str | None:
     # The session layer's `over` makes a prim at any path: only a defined one is the package's.
     if not prim or not prim.IsDefined():
         return f"no prim {path}"
+    if prim.IsInstanceProxy():
+        return f"{path} is inside an instance: its variant selections are its prototype's"
     names = prim.GetVariantSets().GetNames()
     if name not in names:
         return f"{path} has no variant set {name} (its variant sets: {', '.join(names) or 'none'})"
-    variants = prim.GetVariantSet(name).GetVariantNames()
+    variant_set = prim.GetVariantSet(name)
+    variants = variant_set.GetVariantNames()
     if choice not in variants:
         return f"variant set {name} of {path} has no variant {choice} (its variants: {', '.join(variants) or 'none'})"
+    if variant_set.GetVariantSelection() != choice:
+        return f"the selection does not take (variant set {name} of {path} selects {variant_set.GetVariantSelection()!r})"
     return None
 
 

@@ -22,7 +22,7 @@ from pxr import Usd, UsdGeom, UsdShade
 
 from usd_repair_verifier.stage_snapshot import geometry, materials, parts
 from usd_repair_verifier.stage_snapshot.content_cache import CACHE
-from usd_repair_verifier.stage_snapshot.variant_selections import open_selected
+from usd_repair_verifier.stage_snapshot.variant_selections import applied_selections, open_selected
 
 from . import textures
 from .raster import Scene, draw
@@ -314,8 +314,9 @@ def render_pair(reference: Path, candidate: Path, out_dir: Path | None = None,
     "candidate": {...}, "difference": {view: {..., "differing_pixels"}}}; PNG bytes are under "png"
     (dropped by the caller before recording). Files go to out_dir/<role>_<view>.png when out_dir is given.
     """
-    scenes = {"reference": load_scene(reference, variant_selections),
-              "candidate": load_scene(candidate, variant_selections)}
+    # As the grade composes them: the case's selections, the named prims' other sets held at the reference's.
+    applied = applied_selections(root_layer(reference), variant_selections or {})
+    scenes = {"reference": load_scene(reference, applied), "candidate": load_scene(candidate, applied)}
     bounds = union_bounds(*scenes.values())
     directions = asset_views(scenes["reference"], bounds)      # the reference's views, for both
     result: dict = {"renderer": RENDERER_VERSION, "size": size, "views": list(views),

@@ -233,6 +233,10 @@ class Worker:
         reference = None
         if self.reference_root_layer:
             # The reference is the case's own, trusted package: a failure here is the verifier's.
+            if self.selections:   # composed as the grade composes it: the named prims' other sets held
+                from usd_repair_verifier.stage_snapshot.variant_selections import applied_selections
+
+                self.selections = applied_selections(self.reference_root_layer, self.selections)
             reference = composed_budget.count(self.reference_root_layer, absolute, self.selections).as_dict()
         limits = composed_budget.budgets(reference, absolute)
         self.note(f"layer {root_loc.ident()}")

@@ -69,7 +69,10 @@ def _load(root: str, selections: dict | None = None):
 def pair() -> Pair:
     config = _config()
     t0 = time.monotonic()
-    selections = config.get("variant_selections") or {}
+    from usd_repair_verifier.stage_snapshot.variant_selections import applied_selections
+
+    # The case's selections and the named prims' other sets held at the reference's: as the grade reads them.
+    selections = applied_selections(config["reference"], config.get("variant_selections") or {})
     reference, ref_refusal = _load(config["reference"], selections)
     candidate, cand_refusal = _load(config["candidate"], selections)
     TIMINGS["load_s"] = round(time.monotonic() - t0, 3)
