@@ -2,14 +2,17 @@
 
     usdgrade inject --list                                   the fault kinds
     usdgrade inject --targets REF [--fault KIND ...]         where each kind can go in REF
-    usdgrade inject --reference REF --fault KIND[:TARGET] ... --seed S --out DIR [--force]
+    usdgrade inject --reference REF --fault KIND[:TARGET] ... --seed S --out DIR [--force] [--variant ...]
     usdgrade freeze --reference REF --input IN --out CASE [--faults F.json] [--id ID] [--force]
+                    [--variant PRIM:SET=SELECTION ...]
 
 `inject` writes DIR and, beside it, DIR.inject.json (what it did); a fault that cannot be
 injected writes nothing. `freeze` takes the faults from --faults (a list of faults, or the
 manifest inject wrote), else from IN.inject.json when that describes IN exactly, else finds them
-by comparing the two stages. Neither replaces a folder it did not write (scoring/outputs.py), and
-every mistake of the author's is one line on stderr with a non-zero exit, never a traceback.
+by comparing the two stages. `--variant` composes every stage with a variant selection (a
+SimReady asset's engine, docs/simready.md); freeze records it in the profile. Neither replaces a
+folder it did not write (scoring/outputs.py), and every mistake of the author's is one line on
+stderr with a non-zero exit, never a traceback.
 """
 from __future__ import annotations
 
