@@ -130,7 +130,7 @@ class _Scan:
     """Physics in prim specs and in the layers their arcs bring in, each layer once."""
 
     def __init__(self):
-        self.seen: set[str] = set()
+        self.seen: dict[str, bool] = {}   # layer -> holds physics (False while it is being scanned)
 
     def spec(self, spec: Sdf.PrimSpec) -> bool:
         stack = [spec]
@@ -150,17 +150,18 @@ class _Scan:
             return False
         identifier = anchor.ComputeAbsolutePath(asset) if asset else ""
         if not identifier or identifier in self.seen:
-            return False
-        self.seen.add(identifier)
+            return self.seen.get(identifier, False)   # another variant bringing in the same layer
+        self.seen[identifier] = False
         try:
             layer = Sdf.Layer.FindOrOpen(identifier)
         except Tf.ErrorException:
             return False
         if layer is None:
             return False
-        if any(self.layer(sub, layer) for sub in layer.subLayerPaths):
-            return True
-        return any(self.spec(root) for root in layer.rootPrims)
+        found = (any(self.layer(sub, layer) for sub in layer.subLayerPaths)
+                 or any(self.spec(root) for root in layer.rootPrims))
+        self.seen[identifier] = found
+        return found
 
 
 def _arc_assets(spec: Sdf.PrimSpec) -> list[str]:

@@ -266,3 +266,95 @@ def test_explain_pictures_read_both_stages_under_the_case_selection():
     assert len(pictures.reference.bodies) == 4 and len(pictures.candidate.joints) == 2
     images = pictures.draw("/Gripper/Joints/Wrist", views=1, size=64)
     assert images and all(set(roles) == {"reference", "candidate"} for roles in images.values())
+
+
+def test_refreeze_keeps_the_selection(tmp_path):
+    from usd_repair_verifier.regrade.command import refreeze
+
+    old = tmp_path / "old"
+    shutil.copytree(CASE, old)
+    data = json.loads((old / "profile.json").read_text())
+    (old / "profile.json").write_text(json.dumps({**data, "scoring_version": "0"}))
+    frozen, why = refreeze(old, tmp_path / "out" / "cases")
+    assert why is None and frozen is not None
+    profile = load_profile(frozen / "profile.json")
+    assert profile.variant_selections == SELECTION and profile.version.endswith("+scoring-" + profile.scoring_version)
+
+
+def _stage(text: str):
+    from pxr import Sdf, Usd
+
+    layer = Sdf.Layer.CreateAnonymous(".usda")
+    layer.ImportFromString(text)
+    return Usd.Stage.Open(layer)
+
+
+PHYSICS_IN_VARIANTS = '''#usda 1.0
+(
+    defaultPrim = "Robot"
+)
+
+def Xform "Robot" (
+    variants = {
+        string Engine = "Off"
+    }
+    prepend variantSets = ["Engine", "Extra"]
+)
+{
+    variantSet "Engine" = {
+        "Off" {
+        }
+        "On" {
+            def Cube "Body" (
+                prepend apiSchemas = ["PhysicsRigidBodyAPI"]
+            )
+            {
+            }
+        }
+    }
+    variantSet "Extra" = {
+        "Joints" {
+            def PhysicsRevoluteJoint "Hinge"
+            {
+            }
+        }
+    }
+}
+'''
+
+
+def test_hidden_physics_names_each_set_and_its_own_selection():
+    from usd_repair_verifier.stage_snapshot.variant_selections import composes_physics, hidden_physics
+
+    stage = _stage(PHYSICS_IN_VARIANTS)
+    assert not composes_physics(stage)
+    assert hidden_physics(stage) == ("physics found only behind /Robot variant sets Engine, Extra, Engine selected "
+                                     "Off, Extra selected nothing: freeze with --variant /Robot:Engine=On")
+    assert hidden_physics(_stage(PHYSICS_IN_VARIANTS.replace('string Engine = "Off"', 'string Engine = "On"'))) is None
+    assert hidden_physics(_stage('#usda 1.0\ndef Xform "Robot"\n{\n    def Cube "Box"\n    {\n    }\n}\n')) is None
+
+
+def test_two_variants_bringing_in_the_same_layer_are_both_named(tmp_path):
+    from pxr import Usd
+
+    from usd_repair_verifier.stage_snapshot.variant_selections import hidden_physics
+
+    package = tmp_path / "pkg"
+    shutil.copytree(CASE / "reference", package)
+    root = package / "gripper.usda"
+    root.write_text(root.read_text().replace("physics/newton.usd@", "physics/physx.usd@"))
+    found = hidden_physics(Usd.Stage.Open(str(root)))
+    assert found.startswith("physics found only behind /Gripper variant sets PhysX, Newton, MuJoCo, all selected Disabled")
+
+
+def test_validity_alone_composes_with_the_selection():
+    from usd_repair_verifier.gates.validity import ResourceLimits, check_submission
+
+    reference = CASE / "reference" / "gripper.usda"
+    report = check_submission(CASE / "input", ResourceLimits(), reference=reference, variant_selections=SELECTION)
+    assert report.valid
+    reason = report.rule("layers_parse").reason
+    assert "composed under the case's variant selections: 4 layers (gripper.usda, runnables/physics/physx.usd" in reason
+    unselected = check_submission(CASE / "input", ResourceLimits(), reference=reference).rule("layers_parse").reason
+    assert "composed with the variants the package selects: 3 layers" in unselected
+    assert "6 layers (runnables/physics/physx.usd" not in unselected
