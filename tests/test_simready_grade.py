@@ -211,3 +211,27 @@ def test_without_a_selection_the_snapshot_composes_no_physics():
                                         "all selected Disabled: freeze with --variant /Gripper:PhysX=Enabled")
     selected = read_snapshot(CASE / "reference" / "gripper.usda", {}, variant_selections=SELECTION)
     assert selected.hidden_physics is None and len(selected.scenes) == 1
+
+
+def test_the_committed_fixture_is_what_the_script_builds(tmp_path):
+    """fixtures/build_simready.py rebuilds the package and the case's input byte for byte (crate
+    layers included); the case's reference is the package."""
+    from fixtures.build_simready import _differences
+
+    built = simready_package(GRIPPER, tmp_path / "gripper")
+    assert _differences(SIMREADY / "gripper", built) == []
+    assert _differences(CASE / "reference", built) == []
+    assert _differences(CASE / "input", simready_package(STANDARD_CASE / "input", tmp_path / "input")) == []
+    assert load_profile(CASE / "profile.json").reference.digest == tree_digest(built)
+
+
+def test_a_profile_naming_a_selection_its_reference_lacks_is_an_infrastructure_error(tmp_path):
+    case = tmp_path / "case"
+    shutil.copytree(CASE, case)
+    profile = load_profile(case / "profile.json")
+    (case / "profile.json").write_text(profile.model_copy(
+        update={"variant_selections": {"/Gripper": {"PhysX": "Turbo"}}}).dumps())
+    r = grade_warm(case, CASE / "reference", tmp_path / "out")
+    assert r.grade["status"] == "infrastructure_error" and r.reward == {"authored_usd": 0.0}
+    assert ("the reference cannot take the profile's variant selection /Gripper:PhysX=Turbo: variant set PhysX of "
+            "/Gripper has no variant Turbo") in r.grade["infrastructure_error"]
