@@ -152,7 +152,7 @@ def _layers_rule(out: WorkerResult, root: str, selected: bool = False) -> RuleRe
             summarise(out.parse_errors, "layer error", out.parse_error_total), cap(out.parse_errors)
         )
     layers = out.layers
-    composed = out.composed.layers if out.composed is not None else None
+    composed = set(out.composed.layers) if out.composed is not None and out.composed.layers is not None else None
     apart = [p for p in layers if composed is not None and os.path.normpath(p) not in composed]
     if not apart:
         return RuleResult(
