@@ -2,14 +2,17 @@
 
     usdgrade inject --list                                   the fault kinds
     usdgrade inject --targets REF [--fault KIND ...]         where each kind can go in REF
-    usdgrade inject --reference REF --fault KIND[:TARGET] ... --seed S --out DIR [--force]
+    usdgrade inject --reference REF --fault KIND[:TARGET] ... --seed S --out DIR [--force] [--variant ...]
     usdgrade freeze --reference REF --input IN --out CASE [--faults F.json] [--id ID] [--force]
+                    [--variant PRIM:SET=SELECTION ...]
 
 `inject` writes DIR and, beside it, DIR.inject.json (what it did); a fault that cannot be
 injected writes nothing. `freeze` takes the faults from --faults (a list of faults, or the
 manifest inject wrote), else from IN.inject.json when that describes IN exactly, else finds them
-by comparing the two stages. Neither replaces a folder it did not write (scoring/outputs.py), and
-every mistake of the author's is one line on stderr with a non-zero exit, never a traceback.
+by comparing the two stages. `--variant` composes every stage with a variant selection (a
+SimReady asset's engine, docs/simready.md); freeze records it in the profile. Neither replaces a
+folder it did not write (scoring/outputs.py), and every mistake of the author's is one line on
+stderr with a non-zero exit, never a traceback.
 """
 from __future__ import annotations
 
@@ -64,7 +67,7 @@ def say_usd(found: usd_messages.Captured, places: dict, heading: str) -> None:
             print(f"  {line}")
 
 
-def print_targets(reference: Path, kinds: list[str]) -> int:
+def print_targets(reference: Path, kinds: list[str], selections: dict | None = None) -> int:
     from usd_repair_verifier.authoring.inject import InjectionError
     from usd_repair_verifier.authoring.inject_targets import list_targets
     from usd_repair_verifier.stage_snapshot.read import StageOpenError, read_snapshot
@@ -75,9 +78,11 @@ def print_targets(reference: Path, kinds: list[str]) -> int:
     places = {reference: str(reference)}
     try:
         with usd_messages.captured() as said:
-            read_snapshot(next(p for p in sorted(reference.iterdir()) if p.suffix.lower() in ROOT_LAYER_SUFFIXES), {})
+            read_snapshot(next(p for p in sorted(reference.iterdir()) if p.suffix.lower() in ROOT_LAYER_SUFFIXES), {},
+                          variant_selections=selections)
         with usd_messages.captured():  # each try breaks a private copy on purpose: what USD says of it is expected
-            listing = list_targets(reference, kinds or None, progress=labelled("trying targets", "try"))
+            listing = list_targets(reference, kinds or None, progress=labelled("trying targets", "try"),
+                                   variant_selections=selections)
     except (InjectionError, StageOpenError, OSError) as error:
         return fail(f"cannot list targets in {reference}: {usd_messages.error_text(error)}", REFUSED)
     say_usd(said, places, "USD warned while reading the package")
@@ -131,11 +136,17 @@ def inject_command(args: argparse.Namespace) -> int:
             marker = "" if name in INJECTORS else "  (no injector)"
             print(f"{name:<28} {kind.target:<9} {kind.summary}{marker}")
         return 0
+    from usd_repair_verifier.authoring.variants import parse_variant_args
+
+    try:
+        selections = parse_variant_args(getattr(args, "variant", None) or [])
+    except ValueError as error:
+        return fail(f"cannot inject: {error}")
     if args.targets:
         unknown = [k for k in args.fault if k not in FAULT_KINDS]
         if unknown:
             return fail(f"unknown fault kind {unknown[0]!r}; see usdgrade inject --list")
-        return print_targets(Path(args.targets), args.fault)
+        return print_targets(Path(args.targets), args.fault, selections)
     if not (args.reference and args.out and args.fault):
         return fail("inject needs --reference, --out and at least one --fault (or --list, --targets REF)")
     faults = parse_faults(args.fault)
@@ -158,7 +169,7 @@ def inject_command(args: argparse.Namespace) -> int:
     places = {staging: str(out), reference: str(reference), out: str(out)}   # the copy being broken is OUT
     try:
         with usd_messages.captured() as said:
-            done = inject(reference, out, faults, args.seed)
+            done = inject(reference, out, faults, args.seed, variant_selections=selections)
     except InjectionError as error:
         return fail(f"cannot inject: {error} (nothing written)", REFUSED)
     except OSError as error:
@@ -216,8 +227,11 @@ def faults_from_file(path: Path) -> list:
     return faults
 
 
-def faults_for_freeze(reference: Path, input_: Path, faults_file: str | None):
-    """The faults to freeze, and the lines that say where they came from; None: refuse."""
+def faults_for_freeze(reference: Path, input_: Path, faults_file: str | None, selections: dict | None = None):
+    """The faults to freeze, and the lines that say where they came from; None: refuse. Stages are
+    compared as the case will grade them: composed with its variant `selections`."""
+    import functools
+
     from usd_repair_verifier.authoring.freeze import detect_faults
     from usd_repair_verifier.authoring.manifest import collateral, mismatch, read_manifest
 
@@ -226,7 +240,8 @@ def faults_for_freeze(reference: Path, input_: Path, faults_file: str | None):
     lines = []
     manifest = read_manifest(input_)
     why_not = mismatch(manifest, reference, input_) if manifest else "no injection manifest"
-    detected = detect_faults(reference, input_)
+    detect = functools.partial(detect_faults, variant_selections=selections)
+    detected = detect(reference, input_)
     if why_not:
         if manifest:
             lines.append(f"not using {manifest.path}: {why_not}; finding the faults by comparison")
@@ -239,7 +254,8 @@ def faults_for_freeze(reference: Path, input_: Path, faults_file: str | None):
     for f in manifest.faults:
         seen = "" if (f.kind, f.target) in found else "  (not found by comparison as this kind)"
         lines.append(f"injected {f.id}: {f.kind} on {f.target} ({f.note}){seen}")
-    extra = collateral(reference, manifest, detected, detect_faults, progress=labelled("attributing collateral", "fault"))
+    extra = collateral(reference, manifest, detected, detect, progress=labelled("attributing collateral", "fault"),
+                       variant_selections=selections)
     for cause, items in extra.items():
         source = by_id.get(cause)
         label = f"{cause} ({source.kind} on {source.target})" if source else "the injected faults together"
@@ -267,8 +283,10 @@ def freeze_command(args: argparse.Namespace) -> int:
     from pxr import Tf
 
     from usd_repair_verifier.authoring.freeze import FreezeRefused, freeze
-    from usd_repair_verifier.authoring.inject import InjectionError
+    from usd_repair_verifier.profiles.schema import selection_text
+    from usd_repair_verifier.authoring.inject import InjectionError, root_layer_of
     from usd_repair_verifier.authoring.manifest import manifest_path
+    from usd_repair_verifier.authoring.variants import SelectionRefused, check_packages, parse_variant_args
     from usd_repair_verifier.stage_snapshot.read import StageOpenError
 
     reference, input_, out = Path(args.reference), Path(args.input), Path(args.out)
@@ -276,6 +294,10 @@ def freeze_command(args: argparse.Namespace) -> int:
         problem = package_problem(path, label)
         if problem:
             return fail(f"cannot freeze: {problem}")
+    try:
+        selections = parse_variant_args(getattr(args, "variant", None) or [])
+    except ValueError as error:
+        return fail(f"cannot freeze: {error}")
     try:
         claim_folder(out, "freeze", [("reference", reference), ("input", input_), ("faults file", args.faults),
                                      ("input's manifest", manifest_path(input_))], force=args.force, owned=frozen_by_freeze)
@@ -285,8 +307,11 @@ def freeze_command(args: argparse.Namespace) -> int:
     said = usd_messages.Captured()
     try:
         with usd_messages.captured() as said:
+            # Before anything is compared: a selection the packages cannot take, or physics that
+            # only sits behind variants nobody selected, is the author's to fix (one line).
+            check_packages(root_layer_of(reference), root_layer_of(input_), selections)
             with working("freeze: comparing the input with the reference"):
-                faults, lines = faults_for_freeze(reference, input_, args.faults)
+                faults, lines = faults_for_freeze(reference, input_, args.faults, selections)
             print("\n".join(lines))
             if not faults:
                 return fail("refusing to freeze: the input does not differ from the reference in anything measured",
@@ -295,14 +320,16 @@ def freeze_command(args: argparse.Namespace) -> int:
                 profile = freeze(args.id or out.name, reference, input_, out, faults,
                                  progress=labelled("grading reference and input", "grade"),
                                  closed_book=getattr(args, "closed_book", False),
-                                 preserved_namespaces=tuple(getattr(args, "preserve_namespace", None) or ()))
+                                 preserved_namespaces=tuple(getattr(args, "preserve_namespace", None) or ()),
+                                 variant_selections=selections)
     except ValueError as error:   # a --faults file or a manifest that cannot be used
         return fail(str(error))
-    except FreezeRefused as error:
+    except (FreezeRefused, SelectionRefused) as error:
         return fail(str(error), REFUSED)
     except (InjectionError, StageOpenError, OSError, Tf.ErrorException) as error:
         return fail(f"cannot freeze: {usd_messages.error_text(error)}", REFUSED)
     finally:
         say_usd(said, places, "USD warned while reading the packages (a broken input may well make it)")
-    print(f"froze {out}: {len(profile.faults)} fault(s), {len(profile.checks)} check(s)")
+    chosen = f", variant selections {selection_text(profile.variant_selections)}" if profile.variant_selections else ""
+    print(f"froze {out}: {len(profile.faults)} fault(s), {len(profile.checks)} check(s){chosen}")
     return 0

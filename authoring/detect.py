@@ -28,6 +28,7 @@ from usd_repair_verifier.profiles.schema import Fault
 from usd_repair_verifier.profiles.vocabulary import DEFAULT_CORRESPONDENCE, DEFAULT_SAMPLING, DEFAULT_TOLERANCES, FAULT_KINDS
 from usd_repair_verifier.stage_snapshot.correspondence import correspond
 from usd_repair_verifier.stage_snapshot.read import read_snapshot
+from usd_repair_verifier.stage_snapshot.variant_selections import applied_selections
 
 from usd_repair_verifier.authoring.inject import InjectionError, inject, root_layer_of
 from usd_repair_verifier.authoring.inject_targets import try_inject
@@ -47,7 +48,8 @@ def target_kind(reference, target: str) -> str | None:
 
 
 def _measurements(reference_snapshot, package: Path, tolerances: dict) -> Measurements:
-    candidate = read_snapshot(root_layer_of(package), DEFAULT_SAMPLING)
+    candidate = read_snapshot(root_layer_of(package), DEFAULT_SAMPLING,
+                              variant_selections=reference_snapshot.variant_selections)
     match = correspond(reference_snapshot, candidate, DEFAULT_CORRESPONDENCE["max_body_cost"],
                        DEFAULT_CORRESPONDENCE["max_joint_cost"])
     return Measurements(Comparison(reference_snapshot, candidate, match, tolerances))
@@ -88,9 +90,13 @@ def reproduces(found: list[CheckResult], made: list[CheckResult]) -> bool:
 
 
 class Detector:
-    def __init__(self, reference: Path, input_: Path, tolerances: dict | None = None):
+    def __init__(self, reference: Path, input_: Path, tolerances: dict | None = None,
+                 variant_selections: dict | None = None):
         self.reference, self.tolerances = Path(reference), {**DEFAULT_TOLERANCES, **(tolerances or {})}
-        self.snapshot = read_snapshot(root_layer_of(self.reference), DEFAULT_SAMPLING)
+        # The case's selections (and the named prims' other sets held): every stage here is read with them.
+        self.selections = applied_selections(root_layer_of(self.reference), dict(variant_selections or {}))
+        self.snapshot = read_snapshot(root_layer_of(self.reference), DEFAULT_SAMPLING,
+                                      variant_selections=self.selections)
         self.input = _measurements(self.snapshot, Path(input_), self.tolerances)
         self._scratch = Path(tempfile.mkdtemp(prefix="usdgrade-detect-"))
 
@@ -100,14 +106,14 @@ class Detector:
     def applies(self, kind: FaultKind, target: str) -> bool:
         """The kind's injector accepts the target (as `inject --targets` would list it)."""
         with muted():       # a try on a private copy: what USD says of it names no package of the author's
-            return try_inject(root_layer_of(self.reference), kind.name, target) is None
+            return try_inject(root_layer_of(self.reference), kind.name, target, self.selections) is None
 
     def reproduces(self, kind: FaultKind, target: str) -> bool:
         """The kind's injector, on the reference, makes the input's difference."""
         out = self._scratch / kind.name
         with muted():       # the copy in the scratch folder is broken on purpose
             try:
-                inject(self.reference, out, [(kind.name, target)], seed=0)
+                inject(self.reference, out, [(kind.name, target)], seed=0, variant_selections=self.selections)
             except InjectionError:
                 return False
             made = _measurements(self.snapshot, out, self.tolerances)
@@ -130,9 +136,11 @@ class Detector:
         return tied[0]
 
 
-def detect_faults(reference: Path, input_: Path, tolerances: dict | None = None) -> list[Fault]:
-    """Find what differs between reference and input, as faults of the vocabulary (see above)."""
-    detector = Detector(reference, input_, tolerances)
+def detect_faults(reference: Path, input_: Path, tolerances: dict | None = None,
+                  variant_selections: dict | None = None) -> list[Fault]:
+    """Find what differs between reference and input, as faults of the vocabulary (see above),
+    both composed with the case's `variant_selections`."""
+    detector = Detector(reference, input_, tolerances, variant_selections)
     try:
         return _faults(detector)
     finally:

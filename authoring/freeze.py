@@ -18,11 +18,13 @@ from usd_repair_verifier.checks.measurement import Comparison
 from usd_repair_verifier.checks.registry import FAMILIES, Measurements
 from usd_repair_verifier.stage_snapshot.correspondence import correspond
 from usd_repair_verifier.stage_snapshot.read import read_snapshot
+from usd_repair_verifier.stage_snapshot.variant_selections import applied_selections
 
 from usd_repair_verifier.profiles.digest import tree_digest
 from usd_repair_verifier.authoring.inject import root_layer_of
 from usd_repair_verifier.profiles.schema import (SCORING_VERSION, CheckSpec, Fault, PackageRecord, Profile, ProfileError,
-                     preserved_namespaces_from_json)
+                     preserved_namespaces_from_json, variant_selections_from_json)
+from usd_repair_verifier.authoring.variants import SelectionRefused, check_packages
 from usd_repair_verifier.profiles.vocabulary import DEFAULT_CORRESPONDENCE, DEFAULT_SAMPLING, DEFAULT_TOLERANCES, FAULT_KINDS
 
 from usd_repair_verifier.authoring.detect import detect_faults  # noqa: F401  (finding faults by comparison)
@@ -40,11 +42,15 @@ def checks_for(faults: list[Fault]) -> list[tuple[Fault, str, str]]:
 def build_profile(case_id: str, reference: Path, input_: Path, faults: list[Fault], tolerances: dict | None = None,
                   sampling: dict | None = None, limits: dict | None = None, version: str = "1",
                   closed_book: bool = False, allowed_urls: tuple[str, ...] = (),
-                  preserved_namespaces: tuple[str, ...] = ()) -> Profile:
+                  preserved_namespaces: tuple[str, ...] = (),
+                  variant_selections: dict[str, dict[str, str]] | None = None) -> Profile:
     tolerances = {**DEFAULT_TOLERANCES, **(tolerances or {})}
     sampling = {**DEFAULT_SAMPLING, **(sampling or {})}
     ref_root, in_root = root_layer_of(reference), root_layer_of(input_)
-    ref_snap, in_snap = read_snapshot(ref_root, sampling), read_snapshot(in_root, sampling)
+    selections = _selections(variant_selections, ref_root, in_root)
+    applied = applied_selections(ref_root, selections)   # and the named prims' other sets held
+    ref_snap, in_snap = (read_snapshot(ref_root, sampling, variant_selections=applied),
+                         read_snapshot(in_root, sampling, variant_selections=applied))
     for fault in faults:
         _check_target(ref_snap, fault)
     match = correspond(ref_snap, in_snap, DEFAULT_CORRESPONDENCE["max_body_cost"], DEFAULT_CORRESPONDENCE["max_joint_cost"])
@@ -68,6 +74,7 @@ def build_profile(case_id: str, reference: Path, input_: Path, faults: list[Faul
         input_state={"joint_count": len(in_snap.joints), "composition_errors": len(in_snap.composition_errors)},
         closed_book=closed_book, allowed_urls=tuple(allowed_urls),
         preserved_namespaces=_namespaces(preserved_namespaces),
+        variant_selections=selections,
     )
 
 
@@ -89,6 +96,16 @@ def _namespaces(tokens) -> tuple[str, ...]:
         return preserved_namespaces_from_json(list(tokens), "preserved namespaces")
     except ProfileError as error:
         raise FreezeRefused(str(error)) from None
+
+
+def _selections(given, ref_root: Path, in_root: Path) -> dict[str, dict[str, str]]:
+    """The selections, validated, that both packages take (FreezeRefused: one line)."""
+    try:
+        selections = variant_selections_from_json(dict(given or {}), "variant selections")
+        check_packages(ref_root, in_root, selections)
+    except (ProfileError, SelectionRefused) as error:
+        raise FreezeRefused(str(error)) from None
+    return selections
 
 
 def _record(package: Path, root: Path):

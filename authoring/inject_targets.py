@@ -18,6 +18,7 @@ from pathlib import Path
 from pxr import Usd
 
 from usd_repair_verifier.stage_snapshot.read import read_snapshot
+from usd_repair_verifier.stage_snapshot.variant_selections import open_selected
 
 from usd_repair_verifier.authoring.inject import INJECTORS, InjectionError, root_layer_of
 from usd_repair_verifier.profiles.vocabulary import FAULT_KINDS
@@ -46,9 +47,10 @@ def _revert(stage: Usd.Stage) -> None:
             layer.Reload(force=True)
 
 
-def try_inject(root: Path, kind: str, target: str) -> str | None:
-    """None when the injector accepts the target, else its reason; nothing is saved."""
-    stage = Usd.Stage.Open(str(root), Usd.Stage.LoadAll)
+def try_inject(root: Path, kind: str, target: str, variant_selections: dict | None = None) -> str | None:
+    """None when the injector accepts the target (in the stage composed with `variant_selections`),
+    else its reason; nothing is saved."""
+    stage = open_selected(root, variant_selections)
     try:
         INJECTORS[kind](stage, target, random.Random(f"targets:{kind}:{target}"), set())
         return None
@@ -59,7 +61,8 @@ def try_inject(root: Path, kind: str, target: str) -> str | None:
 
 
 def list_targets(reference: Path, kinds: Iterable[str] | None = None,
-                 progress: Callable[[Iterable], Iterable] = lambda items: items) -> list[KindTargets]:
+                 progress: Callable[[Iterable], Iterable] = lambda items: items,
+                 variant_selections: dict | None = None) -> list[KindTargets]:
     """The valid targets of each kind (all kinds by default) in the package `reference`.
 
     `progress` wraps the list of tries (a progress bar on a terminal)."""
@@ -71,9 +74,10 @@ def list_targets(reference: Path, kinds: Iterable[str] | None = None,
         package = Path(tmp) / "package"
         shutil.copytree(reference, package, symlinks=True)
         root = root_layer_of(package)
-        snapshot = read_snapshot(root, {})
+        snapshot = read_snapshot(root, {}, variant_selections=variant_selections)
         tries = [(kind, target) for kind in kinds for target in candidates(snapshot, FAULT_KINDS[kind].target)]
-        outcome = {(kind, target): try_inject(root, kind, target) for kind, target in progress(tries)}
+        outcome = {(kind, target): try_inject(root, kind, target, variant_selections)
+                   for kind, target in progress(tries)}
     return [KindTargets(
         kind, FAULT_KINDS[kind].target,
         tuple(t for (k, t), why in outcome.items() if k == kind and why is None),

@@ -81,8 +81,10 @@ def _key(fault: Fault) -> tuple[str, str]:
 
 def collateral(reference: Path, manifest: Manifest, detected: list[Fault],
                detect: Callable[[Path, Path], list[Fault]],
-               progress: Callable[[Iterable], Iterable] = lambda items: items) -> dict[str, list[Fault]]:
-    """Detected differences that are not injected faults, by the injected fault that causes them.
+               progress: Callable[[Iterable], Iterable] = lambda items: items,
+               variant_selections: dict | None = None) -> dict[str, list[Fault]]:
+    """Detected differences that are not injected faults, by the injected fault that causes them
+    (`detect` compares with the case's `variant_selections`; each fault is injected with them).
 
     With one injected fault it is the cause. With several, each is injected alone again
     (same seed, so the same bytes) and compared; a difference none of them causes alone
@@ -99,7 +101,7 @@ def collateral(reference: Path, manifest: Manifest, detected: list[Fault],
         for fault in progress(manifest.faults):
             alone = Path(tmp) / fault.id
             with muted():   # a private copy with one of the faults: USD's complaints of it are expected
-                inject(reference, alone, [(fault.kind, fault.target)], manifest.seed)
+                inject(reference, alone, [(fault.kind, fault.target)], manifest.seed, variant_selections)
                 caused = {_key(f) for f in detect(reference, alone)}
             found[fault.id] = [f for f in left if _key(f) in caused]
             left = [f for f in left if _key(f) not in caused]

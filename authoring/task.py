@@ -29,6 +29,7 @@ import usd_repair_verifier
 from usd_repair_verifier.closed_book.harbor import TRAJECTORY_FOLDER, collect_block
 
 from usd_repair_verifier.profiles.case import CaseError, load_case
+from usd_repair_verifier.profiles.schema import selection_text
 
 TEMPLATES = Path(__file__).resolve().with_name("task_files")
 VERIFIER_ROOT = Path(__file__).resolve().parent.parent
@@ -58,6 +59,13 @@ CLOSED_BOOK_RULE = (
     "network (no `curl`, `wget`, `git clone`, `pip download`, web search or fetch tools), and do\n"
     "not write URLs into files or commands: the grade reads every tool call of your run, and any\n"
     "web access or URL scores 0. The container's network is closed to all but the model's endpoint.\n")
+# A case with variant selections (a SimReady asset: each engine's physics behind a variant set)
+# tells the agent which selection is graded: the package's own selection does not matter.
+VARIANT_RULE = (
+    "\nVariant selections: the grade composes the package with {selections} (PRIM:SET=SELECTION),\n"
+    "authored in the grader's own session layer, stronger than anything in `/app`. Repair the physics\n"
+    "those selections bring in; changing a selection in the package changes nothing that is graded,\n"
+    "and the package must keep that prim, variant set and variant.\n")
 ALLOWED_HOST = re.compile(r"(\*\.)?[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*"
                           r"|[0-9a-f:.]+(/\d{1,3})?")
 
@@ -233,8 +241,10 @@ def write_task(case_dir: Path, out: Path, options: TaskOptions = TaskOptions(),
     _prepare_out(out, [("case", case_dir)], force)
     pins = _pins()
     input_files = sorted(p.relative_to(case.paths.input).as_posix() for p in case.paths.input.rglob("*") if p.is_file())
+    selections = case.profile.variant_selections
     instruction = render("instruction.md.in", ROOT_LAYER=case.profile.input.root_layer,
                          FILES=", ".join(f"`{f}`" for f in input_files),
+                         VARIANTS=VARIANT_RULE.format(selections=f"`{selection_text(selections)}`") if selections else "",
                          CLOSED_BOOK=CLOSED_BOOK_RULE if options.closed_book else "")
     _write_task_toml(out, case, options)
     _write(out / "instruction.md", instruction)

@@ -207,6 +207,9 @@ def _add_core_parsers(sub) -> None:
     p.add_argument("--force", action="store_true", help=FORCE_HELP)
     p.add_argument("--list", action="store_true", help="print the fault kinds")
     p.add_argument("--targets", metavar="REF", help="list where each fault kind (or each --fault KIND) can go in REF")
+    p.add_argument("--variant", action="append", metavar="PRIM:SET=SELECTION",
+                   help="compose REF with this variant selection first (repeatable; e.g. /Gripper:PhysX=Enabled "
+                        "for a SimReady asset: the fault goes into the layer the selected variant brings in)")
     p.set_defaults(run=inject_command)
 
     p = sub.add_parser("freeze", help="freeze a case from a reference and a broken input",
@@ -225,6 +228,9 @@ def _add_core_parsers(sub) -> None:
     p.add_argument("--preserve-namespace", action="append", metavar="NS",
                    help="an attribute namespace (e.g. myengine) preserved like physics:, physx*, mjc:, newton: "
                         "on matched elements (repeatable; profile field preserved_namespaces)")
+    p.add_argument("--variant", action="append", metavar="PRIM:SET=SELECTION",
+                   help="grade every stage with this variant selection in its session layer (repeatable; e.g. "
+                        "/Gripper:PhysX=Enabled for a SimReady asset; profile field variant_selections)")
     p.set_defaults(run=freeze_command)
 
 

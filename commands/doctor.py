@@ -1,6 +1,6 @@
 """`usdgrade doctor`: what a new operator checks first, in one command.
 
-    usdgrade doctor [--case CASE --submission DIR --expect R] [--skip-grade]
+    usdgrade doctor [--case CASE [--submission DIR --expect R]] [--skip-grade]
 
 Each line is `ok`, `warn` (an optional part is missing: its separate grade reports
 `not_run`) or `FAIL` (the authored-USD grade cannot be trusted here); the exit code is 1
@@ -8,7 +8,8 @@ when anything failed. Checked: Python and usd-core, the grading plugin and its t
 folders beside the installed package (so `usdgrade grade` works without a checkout), the
 extras (physical engine, Ray, record drivers), the judge's credentials (present or not,
 never shown), the Warp kernel cache, and a real grade of a fixture case against its
-expected reward, run as the operator's `usdgrade grade` runs.
+expected reward, run as the operator's `usdgrade grade` runs. With `--case` alone: what the case
+grades (its id, faults and variant selections) and its own reference, which must score 1.0.
 """
 from __future__ import annotations
 
@@ -156,17 +157,37 @@ def check_fixture_grade(case: Path, submission: Path, expected: float | None) ->
                                              f"exit {run.returncode}: {tail}")]
 
 
+def check_case(case: Path) -> list[Finding]:
+    """What the case grades: its profile's id, faults and variant selections (the session layer
+    every stage is composed with)."""
+    from usd_repair_verifier.profiles.schema import ProfileError, load_profile, selection_text
+
+    try:
+        profile = load_profile(case / "profile.json")
+    except ProfileError as error:
+        return [Finding("FAIL", "case", f"{case}: {error}")]
+    selections = selection_text(profile.variant_selections)
+    return [Finding("ok", "case", f"{profile.id} (version {profile.version}): {len(profile.faults)} fault(s), "
+                                  f"{len(profile.checks)} check(s)"),
+            Finding("ok", "selections", selections + (" (composed into reference, input and candidate "
+                                                              "through the session layer)"
+                                                              if profile.variant_selections else ""))]
+
+
 def run(args: argparse.Namespace) -> int:
     given = [(label, Path(value)) for label, value in (("--case", args.case), ("--submission", args.submission)) if value]
     missing = [f"{label} {path}" for label, path in given if not path.is_dir()]
-    if missing or bool(args.case) != bool(args.submission):
+    if missing or (args.submission and not args.case):
         print(f"usdgrade doctor: {missing[0]} is not a folder" if missing else
-              "usdgrade doctor: give --case and --submission together (or neither: the bundled demo)", file=sys.stderr)
+              "usdgrade doctor: --submission needs its --case (or neither: the bundled demo)", file=sys.stderr)
         return 2
     findings = check_python_and_usd() + check_plugin() + check_extras() + check_judge_key() + check_warp_cache()
+    if args.case:
+        findings += check_case(Path(args.case))
     if not args.skip_grade:
         case = Path(args.case) if args.case else DEMO_CASE
-        submission = Path(args.submission) if args.submission else DEMO_SUBMISSION
+        # --case alone: the case's own reference, which must score 1.0.
+        submission = Path(args.submission) if args.submission else (case / "reference" if args.case else DEMO_SUBMISSION)
         expected = expected_reward(case, submission, args.expect)
         findings += check_fixture_grade(case.resolve(), submission.resolve(), expected)
     for f in findings:
@@ -178,8 +199,10 @@ def run(args: argparse.Namespace) -> int:
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser("doctor", help="check this installation: usd-core, plugin, extras, keys, a real grade")
-    p.add_argument("--case", help="a case to grade (default: the bundled demo case)")
-    p.add_argument("--submission", metavar="DIR", help="its submission (default: the bundled demo submission)")
+    p.add_argument("--case", help="a case: shows what it grades (faults, variant selections) and grades it "
+                                  "(default: the bundled demo case)")
+    p.add_argument("--submission", metavar="DIR", help="its submission (default: the case's reference, or the "
+                                                       "bundled demo submission)")
     p.add_argument("--expect", type=float, default=None,
                    help=f"the expected reward (default: {DEMO_REWARD} for the demo, 1.0 for a case's reference, 0.0 for "
                         "its input, else none: the reward is reported)")

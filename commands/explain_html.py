@@ -148,7 +148,8 @@ def draw_figures(checks: list[CheckEntry], case: Path, submission: Path, out: Pa
     from usd_repair_verifier.commands.explain_pictures import VIEW_LABELS, Pictures
 
     profile = load_case(case).profile
-    pictures = Pictures(case / "reference", submission, dict(profile.sampling), dict(profile.correspondence))
+    pictures = Pictures(case / "reference", submission, dict(profile.sampling), dict(profile.correspondence),
+                        dict(profile.variant_selections))
     figures, written = {}, []
     for index, check in progress(list(enumerate(checks[:MAX_PICTURED])), "drawing checks", "check"):
         target = str(check.target)

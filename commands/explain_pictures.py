@@ -26,6 +26,7 @@ import numpy as np
 from usd_repair_verifier.stage_snapshot.correspondence import correspond
 from usd_repair_verifier.stage_snapshot.model import StageSnapshot
 from usd_repair_verifier.stage_snapshot.read import read_snapshot
+from usd_repair_verifier.stage_snapshot.variant_selections import applied_selections
 from usd_repair_verifier.visual import render
 
 CONTEXT = (0.50, 0.50, 0.52)      # linear grey: everything the check is not about
@@ -126,9 +127,11 @@ class Drawn:
 class Pictures:
     """Both snapshots and their correspondence, read once; one picture pair per check."""
 
-    def __init__(self, reference: Path, candidate: Path, sampling: dict, correspondence: dict):
-        self.reference = read_snapshot(render.root_layer(reference), sampling)
-        self.candidate = read_snapshot(render.root_layer(candidate), sampling)
+    def __init__(self, reference: Path, candidate: Path, sampling: dict, correspondence: dict,
+                 variant_selections: dict | None = None):
+        applied = applied_selections(render.root_layer(reference), variant_selections or {})   # as the grade reads them
+        self.reference = read_snapshot(render.root_layer(reference), sampling, variant_selections=applied)
+        self.candidate = read_snapshot(render.root_layer(candidate), sampling, variant_selections=applied)
         self.match = correspond(self.reference, self.candidate,
                                 correspondence.get("max_body_cost", 1.25), correspondence.get("max_joint_cost", 1.25))
         # the asset's own views, from the reference with nothing highlighted: the same for every check

@@ -23,6 +23,9 @@ def body_correspondence(measurements: Measurements, profile: Profile) -> GateRes
     cmp = measurements.comparison
     failures = [f"reference body {r} has no candidate body" for r, c in cmp.match.bodies.items() if c is None]
     failures += [f"extra candidate body {p} (no reference body matches it)" for p in cmp.match.extra_bodies]
+    if failures and cmp.candidate.hidden_physics:
+        # No physics composed at all, but some behind variant sets: say where, first.
+        failures.insert(0, f"the candidate composes no physics: {cmp.candidate.hidden_physics}")
     return GateResult.from_failures(
         "body_correspondence", failures, f"all {len(cmp.match.bodies)} bodies correspond one to one", "correspondence failures"
     )
@@ -94,7 +97,19 @@ def collision_support(measurements: Measurements, profile: Profile) -> GateResul
 
 
 def composition_errors(measurements: Measurements, profile: Profile) -> GateResult:
+    """No more composition errors than the input had, and every variant selection of the case
+    composes: the case grades the physics its selections bring in, which a candidate must keep
+    (at the reference's prim path: a selection is keyed by it)."""
     cmp = measurements.comparison
+    # Only the case's own selections must take; a set held at the reference's selection that the
+    # candidate lacks composes nothing either way.
+    lacking = [f"variant selection {text}: the case grades that selection, the candidate must keep it"
+               for path, name, text in cmp.candidate.variant_problems
+               if name in profile.variant_selections.get(path, {})]
+    if lacking:
+        return GateResult.of("composition_errors", False,
+                             f"the candidate cannot take {len(lacking)} of the case's variant selections: "
+                             + "; ".join(lacking), tuple(lacking))
     allowed = int(profile.input_state.get("composition_errors", 0))
     errors = list(cmp.candidate.composition_errors)
     if len(errors) <= allowed:

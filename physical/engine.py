@@ -45,12 +45,22 @@ class UsdFacts:
     kinematic_non_root: list[str]        # kinematic bodies that a joint attaches to another body
 
 
-def read_usd_facts(root_layer: Path) -> UsdFacts:
-    from pxr import Usd, UsdGeom, UsdPhysics
+def open_for_engine(root_layer: Path, variant_selections: dict | None = None):
+    """The composed stage the engine loads: every payload, the case's variant selections in its
+    session layer (Newton reads the stage as given, so it sees what the grade sees)."""
+    from usd_repair_verifier.stage_snapshot.variant_selections import open_selected
 
-    stage = Usd.Stage.Open(str(root_layer), Usd.Stage.LoadAll)
+    try:
+        stage = open_selected(root_layer, variant_selections)
+    except Exception as error:  # Tf.ErrorException: a layer USD cannot read
+        raise EngineRefusal(f"USD cannot open {root_layer}: {error}") from error
     if stage is None:
         raise EngineRefusal(f"USD cannot open {root_layer}")
+    return stage
+
+
+def read_usd_facts(stage) -> UsdFacts:
+    from pxr import Usd, UsdGeom, UsdPhysics
     mpu = UsdGeom.GetStageMetersPerUnit(stage) or 1.0
     cache = UsdGeom.BBoxCache(Usd.TimeCode.Default(), [UsdGeom.Tokens.default_, UsdGeom.Tokens.render,
                                                       UsdGeom.Tokens.proxy, UsdGeom.Tokens.guide])
@@ -105,14 +115,16 @@ class Loaded:
     inertia_diagonal: np.ndarray | None = None   # joint-space M_ii per dof at the initial pose
 
 
-def load(root_layer: Path, settings: RunSettings) -> Loaded:
-    """Import, add the ground, finalize, build the solver once: raises EngineRefusal with the reason."""
+def load(root_layer: Path, settings: RunSettings, variant_selections: dict | None = None) -> Loaded:
+    """Import, add the ground, finalize, build the solver once: raises EngineRefusal with the reason.
+    The stage is composed with the case's `variant_selections` (a SimReady asset's engine)."""
     import warnings
 
     import newton
 
     configure_warp()
-    facts = read_usd_facts(root_layer)
+    stage = open_for_engine(root_layer, variant_selections)
+    facts = read_usd_facts(stage)
     if facts.kinematic_non_root:
         # MuJoCo has no kinematic body inside a kinematic tree: the conversion fails or the body
         # silently becomes dynamic; either way the run would not test the authored asset.
@@ -122,7 +134,7 @@ def load(root_layer: Path, settings: RunSettings) -> Loaded:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            builder.add_usd(str(root_layer), parse_mujoco_options=settings.parse_mujoco_options,
+            builder.add_usd(stage, parse_mujoco_options=settings.parse_mujoco_options,
                             collapse_fixed_joints=settings.collapse_fixed_joints,
                             joint_ordering=settings.joint_ordering)
         except Exception as error:  # the importer's own refusal: reversed joints, bad schemas...

@@ -114,7 +114,8 @@ def run_physical(case: Path, submission: Path, out: Path, *, python: list[str] |
         loaded = _load_case(case, submission, record)
         candidate_root = _check_validity(submission, loaded, record, validity_timeout_s)
         _check_engine(python or [sys.executable], record)
-        payload, exit_code = _run_session(python, loaded.reference_root_layer, candidate_root, record)
+        payload, exit_code = _run_session(python, loaded.reference_root_layer, candidate_root, record,
+                                          loaded.profile.variant_selections)
         _check_payload(payload, exit_code, submission, loaded, record)
         status, reason, results = "graded", _refusal(payload), payload["results"]
     except _Stop as stop:
@@ -141,6 +142,7 @@ def _load_case(case: Path, submission: Path, record: dict):
     except OSError as error:
         raise _Stop("not_run", f"cannot read the submission: {error}") from error
     record["digests"] = {"reference": loaded.profile.reference.digest, "candidate": candidate_digest}
+    record["variant_selections"] = dict(loaded.profile.variant_selections)
     return loaded
 
 
@@ -151,7 +153,8 @@ def _check_validity(submission: Path, loaded, record: dict, timeout_s: float | N
 
     t0 = time.monotonic()
     validity = check_submission(submission, loaded.profile.limits or None, timeout_s=timeout_s,
-                                reference=loaded.reference_root_layer)
+                                reference=loaded.reference_root_layer,
+                                variant_selections=loaded.profile.variant_selections)
     record["timings"]["validity_s"] = round(time.monotonic() - t0, 3)
     record["validity"] = {"valid": validity.valid, "reason": validity.reason}
     if validity.infrastructure_error:
@@ -192,7 +195,8 @@ def session_env() -> dict:
     return env
 
 
-def _run_session(python: list[str] | None, reference_root: Path, candidate_root: Path, record: dict) -> tuple[dict, int]:
+def _run_session(python: list[str] | None, reference_root: Path, candidate_root: Path, record: dict,
+                 variant_selections: dict | None = None) -> tuple[dict, int]:
     """Step 4: the runtime tests in their own pytest session, in a process of their own (an engine
     crash cannot take the grade down with it, and the authored-USD grade never imports the engine):
     forked from this process's runtime server when it runs one and no other interpreter was asked
@@ -203,7 +207,8 @@ def _run_session(python: list[str] | None, reference_root: Path, candidate_root:
     with tempfile.TemporaryDirectory(prefix="usdgrade-physical-") as tmp:
         config_path, results_path = Path(tmp) / "config.json", Path(tmp) / "results.json"
         config_path.write_text(json.dumps({"reference": str(reference_root), "candidate": str(candidate_root),
-                                           "results": str(results_path)}), encoding="utf-8")
+                                           "results": str(results_path),
+                                           "variant_selections": dict(variant_selections or {})}), encoding="utf-8")
         env["USDGRADE_PHYSICAL_CONFIG"] = str(config_path)
         args = [str(RUNTIME_DIR), "-c", str(RUNTIME_DIR / "pytest.ini"), "--rootdir", str(RUNTIME_DIR), "-q",
                 "-p", "no:randomly", "-p", "no:xdist"]

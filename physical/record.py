@@ -104,6 +104,9 @@ class PhysicalRecord(_Strict):
     thresholds: dict[str, Any] = Field(description="every threshold (physical/settings.py Thresholds)")
     digests: Digests | None = Field(description="tree digests of the exact bytes tested (checked again after "
                                                 "the run)")
+    variant_selections: dict[str, dict[str, str]] | None = Field(
+        None, description="the case's variant selections both stages were composed with before the engine loaded "
+                          "them (prim path -> set -> selection); written once the case is loaded")
     correspondence: dict[str, Any] | None = Field(description="method, reference body -> candidate body, "
                                                               "asset size (m)")
     summary: Summary

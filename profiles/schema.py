@@ -68,6 +68,43 @@ Namespace = Annotated[StrictStr, AfterValidator(_namespace),
 Namespaces = Annotated[tuple[Namespace, ...], AfterValidator(lambda tokens: tuple(sorted(set(tokens))))]
 
 
+# Variant selections (the SimReady layout keeps each engine's physics behind a variant set):
+# prim path -> variant set -> selection. An absolute prim path without variant selections or
+# properties; a set name is a USD identifier; a selection a variant name ('-' and '|' allowed,
+# a leading digit or '.' too).
+PRIM_PATH = re.compile(r"(/[^/\s{}\[\]<>:.=@\"'`]+)+")
+VARIANT_SET = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+VARIANT_NAME = re.compile(r"\.?[A-Za-z0-9_|\-]+")
+
+
+def _variant_selections(given: dict) -> dict[str, dict[str, str]]:
+    for path, sets in given.items():
+        if not PRIM_PATH.fullmatch(path):
+            raise _problem(f"expected an absolute prim path such as '/Gripper', got {path!r}", path)
+        if not sets:
+            raise _problem("names no variant set", path)
+        for name, selection in sets.items():
+            if not VARIANT_SET.fullmatch(name):
+                raise _problem(f"expected a variant set name (an identifier), got {name!r}", path)
+            if not VARIANT_NAME.fullmatch(selection):
+                raise _problem(f"expected a variant name, got {selection!r}", path, name)
+    # Sorted: the same selections are the same profile.
+    return {path: dict(sorted(sets.items())) for path, sets in sorted(given.items())}
+
+
+VariantSelections = Annotated[dict[StrictStr, dict[StrictStr, StrictStr]], AfterValidator(_variant_selections),
+                              WithJsonSchema({
+                                  "type": "object",
+                                  "description": "prim path -> variant set -> selection, applied in the stage's "
+                                                 "session layer to reference, input and candidate",
+                                  "propertyNames": {"pattern": f"^{PRIM_PATH.pattern}$"},
+                                  "additionalProperties": {
+                                      "type": "object", "minProperties": 1,
+                                      "propertyNames": {"pattern": f"^{VARIANT_SET.pattern}$"},
+                                      "additionalProperties": {"type": "string",
+                                                               "pattern": f"^{VARIANT_NAME.pattern}$"}}})]
+
+
 def _with_defaults(defaults: dict):
     """A map given in part keeps the defaults of the keys it leaves out."""
     return AfterValidator(lambda given: {**defaults, **given})
@@ -148,6 +185,10 @@ class Profile(_Model):
     # Attribute namespaces preserved like the built-in simulator ones (physics:, physx*, mjc:,
     # newton:): an engine's own attributes, e.g. "myengine" for every "myengine:..." attribute.
     preserved_namespaces: Namespaces = ()
+    # Composed into every stage the grade reads (reference, input, candidate) through the stage's
+    # session layer, stronger than anything in the package: the agent cannot change what is graded
+    # by editing these selections (docs/simready.md).
+    variant_selections: VariantSelections = Field(default_factory=dict)
 
     @field_validator("faults")
     @classmethod
@@ -182,6 +223,9 @@ class Profile(_Model):
             d["preserved_namespaces"] = list(self.preserved_namespaces)
         else:
             del d["preserved_namespaces"]
+        # The same for variant selections: a profile without them keeps its bytes and digest.
+        if not self.variant_selections:
+            del d["variant_selections"]
         return d
 
     def dumps(self) -> str:
@@ -246,6 +290,23 @@ def profile_from_json(d: dict) -> Profile:
         return Profile.model_validate(d)
     except ValidationError as error:
         raise ProfileError(problem_text(error, "profile")) from None
+
+
+_SELECTIONS = TypeAdapter(VariantSelections)
+
+
+def variant_selections_from_json(value, where: str = "profile.variant_selections") -> dict[str, dict[str, str]]:
+    """Variant selections, sorted; anything else is a ProfileError."""
+    try:
+        return _SELECTIONS.validate_python(value)
+    except ValidationError as error:
+        raise ProfileError(problem_text(error, where)) from None
+
+
+def selection_text(selections: dict[str, dict[str, str]]) -> str:
+    """`/Gripper:PhysX=Enabled, ...` (the --variant spelling), or "none"."""
+    return ", ".join(f"{path}:{name}={choice}" for path, sets in sorted(selections.items())
+                     for name, choice in sorted(sets.items())) or "none"
 
 
 def load_profile(path: str | Path) -> Profile:

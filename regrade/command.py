@@ -96,7 +96,7 @@ def refreeze(case: Path, cases_out: Path) -> tuple[Path | None, str | None]:
         freeze(old.id, case / "reference", case / "input", target, list(old.faults), tolerances=old.tolerances,
                sampling=old.sampling, limits=old.limits, version=f"{old.version}+scoring-{SCORING_VERSION}",
                closed_book=old.closed_book, allowed_urls=old.allowed_urls,
-               preserved_namespaces=old.preserved_namespaces)
+               preserved_namespaces=old.preserved_namespaces, variant_selections=old.variant_selections)
     except FreezeRefused as error:
         return None, str(error)
     return target, None

@@ -153,6 +153,9 @@ class Grade(_Strict):
     environment: Environment
     timings: dict[str, float] = Field(description="seconds by stage (`total_s`, `validity_s`, ...): the only "
                                                   "part that differs between runs of the same bytes")
+    variant_selections: dict[str, dict[str, str]] | None = Field(
+        None, description="the case's variant selections every stage was composed with (prim path -> set -> "
+                          "selection; `{}`: none); null when the case could not be loaded")
     closed_book: ClosedBook | None = Field(description="`{required: false}` for an open-book case; null when the "
                                                        "run ended before the rule was applied (time limit)")
     visual: None = Field(description="separate grades are never part of grade.json: always null")
@@ -260,6 +263,7 @@ def build(decision: Decision, results: TestResults, inputs: GradeInputs, elapsed
         verifier_version=VERIFIER_VERSION,
         environment=Environment(python=platform.python_version()),
         timings=timings,
+        variant_selections=dict(profile.variant_selections) if profile else None,
         closed_book=closed,
         visual=None,
         physical=None,

@@ -212,7 +212,7 @@ class GradingRun:
         # The gate's USD work runs in its own capped process: this thread only waits for it.
         self.background = ThreadPoolExecutor(1, thread_name_prefix="usdgrade-validity")
         self.validity = self.background.submit(timed_validity, self.submission, limits,
-                                               self.case.reference_root_layer)
+                                               self.case.reference_root_layer, self.case.profile.variant_selections)
 
     def expected(self) -> Expected:
         if self.case is None:

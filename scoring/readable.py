@@ -6,6 +6,7 @@ and their ratio, a flag as agrees or differs.
 from __future__ import annotations
 
 from usd_repair_verifier.profiles.result_record import component_text
+from usd_repair_verifier.profiles.schema import selection_text
 
 from .grade_file import NOT_RUN, CheckEntry, Grade
 from .reward import REWARD_CAP, WEIGHT_F, WEIGHT_S, ZEROED, raw_reward, reward_from
@@ -119,6 +120,9 @@ def _check_line(c: CheckEntry) -> str:
 def summary_lines(grade: Grade, max_checks: int = 10) -> list[str]:
     """A short, readable summary of grade.json for the terminal."""
     lines = [headline(grade)]
+    if grade.variant_selections:   # a SimReady case: the engine it grades
+        lines.append(f"{'variants':<13} {selection_text(grade.variant_selections)} (the case's, composed in the "
+                     f"session layer of every stage)")
     lines += closed_book_lines(grade, max_violations=5)
     if grade.infrastructure_error:
         lines.append(f"infrastructure error: {grade.infrastructure_error}")
@@ -179,6 +183,9 @@ def explain_lines(grade: Grade) -> list[str]:
     error, with the check's fault kind); what did not run is said so."""
     lines = closed_book_lines(grade)
     lines.append(f"status: {_status(grade)}    authored_usd: {figure(grade.authored_usd)}")
+    if grade.variant_selections:
+        lines.append(f"variant selections: {selection_text(grade.variant_selections)} (the case's, composed in the "
+                     f"session layer of reference, input and candidate)")
     if grade.infrastructure_error:
         lines.append(f"infrastructure error (not a score): {grade.infrastructure_error}")
     how = arithmetic(grade)

@@ -22,7 +22,7 @@ from usd_repair_verifier.profiles.result_record import CheckResult, GateResult
 from usd_repair_verifier.gates.names import STAGE_RULE, evaluator
 from usd_repair_verifier.gates.validity import ResourceLimits, ValidityReport, timed_validity
 from usd_repair_verifier.profiles.case import Case, CaseError
-from usd_repair_verifier.profiles.schema import CheckSpec
+from usd_repair_verifier.profiles.schema import CheckSpec, selection_text
 from usd_repair_verifier.stage_snapshot.correspondence import correspond
 from usd_repair_verifier.stage_snapshot.model import StageSnapshot
 from usd_repair_verifier.stage_snapshot.read import StageOpenError, read_snapshot
@@ -108,7 +108,8 @@ class GradingSession:
                 self.candidate = read.candidate
                 self.stage_rule = GateResult.of(
                     STAGE_RULE, True,
-                    f"composed: {len(read.candidate.bodies)} bodies, {len(read.candidate.joints)} joints",
+                    f"composed: {len(read.candidate.bodies)} bodies, {len(read.candidate.joints)} joints"
+                    + self._selections_note(),
                 )
 
         self.comparison = None
@@ -128,6 +129,24 @@ class GradingSession:
             if self.work.shared:
                 self._measure_together()
 
+    def _selections_note(self) -> str:
+        named = self.case.profile.variant_selections
+        if not named:
+            return ""
+        from usd_repair_verifier.stage_snapshot.variant_selections import held_selections
+
+        held = held_selections(self.selections, named)
+        return (f", with the case's variant selections {selection_text(named)}"
+                + (f" (the other sets of those prims held at the reference's: {selection_text(held)})" if held else ""))
+
+    @functools.cached_property
+    def selections(self) -> dict[str, dict[str, str]]:
+        """The case's variant selections and, on the prims they name, every other set held at the
+        reference's selection: what each stage is composed with (stage_snapshot/variant_selections.py)."""
+        from usd_repair_verifier.stage_snapshot.variant_selections import applied_selections
+
+        return applied_selections(self.case.reference_root_layer, self.case.profile.variant_selections)
+
     def _lap(self, name: str, start: float) -> None:
         self.timings[name] = round(time.perf_counter() - start, 6)
 
@@ -138,9 +157,12 @@ class GradingSession:
         if snapshot is None:
             try:
                 snapshot = read_snapshot(self.case.reference_root_layer, self.case.profile.sampling,
-                                         self.case.profile.preserved_namespaces)
+                                         self.case.profile.preserved_namespaces, self.selections)
             except StageOpenError as error:
                 raise CaseError(f"the reference does not open: {error}") from error
+            if snapshot.variant_problems:   # a profile edited by hand: freeze refuses such a case
+                raise CaseError(f"the reference cannot take the profile's variant selection "
+                                f"{snapshot.variant_problems[0][2]}")
             if key is not None:
                 snapshot = self.references.put(key, snapshot)  # with its free-space samples
         return snapshot, round(time.perf_counter() - start, 6)
@@ -150,7 +172,7 @@ class GradingSession:
             validity, seconds = self._validity_future.result()
         else:
             validity, seconds = timed_validity(self.submission, validity_limits(self.case),
-                                               self.case.reference_root_layer)
+                                               self.case.reference_root_layer, self.case.profile.variant_selections)
         read = SubmissionRead(validity, timings={"validity": seconds})
         if validity.infrastructure_error:
             # The validity worker itself failed (could not start, no pxr): our fault, not the agent's.
@@ -159,7 +181,7 @@ class GradingSession:
             start = time.perf_counter()
             try:
                 read.candidate = read_snapshot(validity.root_layer, self.case.profile.sampling,
-                                               self.case.profile.preserved_namespaces)
+                                               self.case.profile.preserved_namespaces, self.selections)
             except StageOpenError as error:
                 read.stage_error = str(error)
             read.timings["candidate_snapshot"] = round(time.perf_counter() - start, 6)

@@ -177,6 +177,12 @@ class StageSnapshot:
     scenes: tuple = ()                                           # scene.PhysicsScene, by path
     simulator_attributes: dict[str, dict] = field(default_factory=dict)
     # element key -> {attribute: plain value} of the simulator namespaces (see scene.py)
+    variant_selections: dict[str, dict[str, str]] = field(default_factory=dict)
+    # the case's selections the stage was composed with (prim path -> set -> selection)
+    variant_problems: tuple[tuple[str, str, str], ...] = ()
+    # those the stage cannot take: (prim path, set, `PRIM:SET=SELECTION: why`): no such prim, set or variant
+    hidden_physics: str | None = None
+    # a stage that composes no physics: which variant sets hold some (variant_selections.py)
 
     def body_components(self, body: str | None) -> list[VisualComponent]:
         return [c for c in self.components.values() if c.body == body]

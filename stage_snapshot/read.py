@@ -9,13 +9,14 @@ locations, and composition errors.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from pathlib import Path
 
 from pxr import Gf, Sdf, Tf, Usd, UsdGeom, UsdPhysics
 
-from . import authoring_problems, spatial
+from . import authoring_problems, spatial, variant_selections as selected
 from .parts import owner_body, read_parts
 from .scene import read_scenes, read_simulator_attributes
 from .texture_digest import texture_digest_scope
@@ -40,9 +41,11 @@ class StageOpenError(Exception):
     """The root layer could not be composed into a stage (malformed layer, ...)."""
 
 
-def open_stage(root_layer: str | Path) -> Usd.Stage:
+def open_stage(root_layer: str | Path, variant_selections: dict[str, dict[str, str]] | None = None) -> Usd.Stage:
+    """The composed stage, every payload loaded; `variant_selections` (profile: prim path -> set ->
+    selection) authored in its session layer, stronger than anything in the package."""
     try:
-        stage = Usd.Stage.Open(str(root_layer), Usd.Stage.LoadAll)
+        stage = selected.open_selected(root_layer, variant_selections)
     except Tf.ErrorException as error:
         raise StageOpenError(f"cannot open {root_layer}: {str(error).strip()}") from error
     if stage is None:
@@ -50,13 +53,21 @@ def open_stage(root_layer: str | Path) -> Usd.Stage:
     return stage
 
 
-def read_snapshot(root_layer: str | Path, sampling: dict | None = None, namespaces: tuple[str, ...] = ()) -> StageSnapshot:
+def read_snapshot(root_layer: str | Path, sampling: dict | None = None, namespaces: tuple[str, ...] = (),
+                  variant_selections: dict[str, dict[str, str]] | None = None) -> StageSnapshot:
+    """The snapshot of the stage composed with `variant_selections` (see open_stage), with what they
+    did: the selections the stage cannot take, and where physics hides when none is composed."""
     start = time.perf_counter()
-    stage = open_stage(root_layer)
+    stage = open_stage(root_layer, variant_selections)
     opened = round(time.perf_counter() - start, 6)
     try:
         with texture_digest_scope():
             result = snapshot(stage, str(root_layer), sampling, namespaces)
+        composed_none = not (result.bodies or result.joints or result.colliders or result.scenes)
+        result = dataclasses.replace(
+            result, variant_selections={p: dict(s) for p, s in (variant_selections or {}).items()},
+            variant_problems=selected.selection_problems(stage, variant_selections or {}),
+            hidden_physics=selected.hidden_physics(stage) if composed_none else None)
     except Tf.ErrorException as error:  # USD itself refused a value of this stage
         raise StageOpenError(f"cannot read {root_layer}: {str(error).strip()}") from error
     result.timings["open"] = opened

@@ -52,10 +52,12 @@ def renders_once():
 
     real, done = render.render_pair, {}
 
-    def render_pair(reference, candidate, out_dir=None, views=tuple(render.VIEWS), size=render.SIZE):
-        key = (tree_digest(Path(reference)), tree_digest(Path(candidate)), tuple(views), size)
+    def render_pair(reference, candidate, out_dir=None, views=tuple(render.VIEWS), size=render.SIZE,
+                    variant_selections=None):
+        key = (tree_digest(Path(reference)), tree_digest(Path(candidate)), tuple(views), size,
+               repr(sorted((variant_selections or {}).items())))
         if key not in done:
-            done[key] = real(reference, candidate, None, views=views, size=size)
+            done[key] = real(reference, candidate, None, views=views, size=size, variant_selections=variant_selections)
         result = copy.deepcopy(done[key])
         if out_dir is not None:
             Path(out_dir).mkdir(parents=True, exist_ok=True)

@@ -172,7 +172,8 @@ def _render(run: _Run, loaded, submission: Path):
     t0 = time.monotonic()
     try:
         with working("visual: rendering reference and candidate", "five views each"):
-            rendered = render.render_pair(loaded.paths.reference, submission, run.out / RENDER_DIR)
+            rendered = render.render_pair(loaded.paths.reference, submission, run.out / RENDER_DIR,
+                                          variant_selections=loaded.profile.variant_selections)
     except Exception as error:  # RenderError, a USD failure: no score from a broken render
         return None, run.finish("error", f"render failed: {type(error).__name__}: {error}")
     record["timings"]["render_s"] = round(time.monotonic() - t0, 3)

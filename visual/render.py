@@ -22,6 +22,7 @@ from pxr import Usd, UsdGeom, UsdShade
 
 from usd_repair_verifier.stage_snapshot import geometry, materials, parts
 from usd_repair_verifier.stage_snapshot.content_cache import CACHE
+from usd_repair_verifier.stage_snapshot.variant_selections import applied_selections, open_selected
 
 from . import textures
 from .raster import Scene, draw
@@ -96,11 +97,12 @@ def _color(prim: Usd.Prim, package: Path, texture: textures.Texture | None = Non
     return FALLBACK_COLOR, "default"
 
 
-def load_scene(package: Path) -> Scene:
-    """Every visible gprim of the package's composed stage, as coloured world triangles."""
+def load_scene(package: Path, variant_selections: dict | None = None) -> Scene:
+    """Every visible gprim of the package's composed stage (with the case's `variant_selections` in
+    its session layer, as the grade composes it), as coloured world triangles."""
     path = root_layer(package)
     try:
-        stage = Usd.Stage.Open(str(path))
+        stage = open_selected(path, variant_selections)
     except Exception as error:
         raise RenderError(f"cannot open {path}: {error}") from error
     if stage is None:
@@ -305,14 +307,16 @@ def difference(reference: np.ndarray, candidate: np.ndarray) -> np.ndarray:
 
 
 def render_pair(reference: Path, candidate: Path, out_dir: Path | None = None,
-                views=tuple(VIEWS), size: int = SIZE) -> dict:
+                views=tuple(VIEWS), size: int = SIZE, variant_selections: dict | None = None) -> dict:
     """Render both packages in every view, framed on their union bounds, and their difference.
 
     Returns {"renderer", "size", "views", "bounds", "reference": {view: {file, digest, png, ...}},
     "candidate": {...}, "difference": {view: {..., "differing_pixels"}}}; PNG bytes are under "png"
     (dropped by the caller before recording). Files go to out_dir/<role>_<view>.png when out_dir is given.
     """
-    scenes = {"reference": load_scene(reference), "candidate": load_scene(candidate)}
+    # As the grade composes them: the case's selections, the named prims' other sets held at the reference's.
+    applied = applied_selections(root_layer(reference), variant_selections or {})
+    scenes = {"reference": load_scene(reference, applied), "candidate": load_scene(candidate, applied)}
     bounds = union_bounds(*scenes.values())
     directions = asset_views(scenes["reference"], bounds)      # the reference's views, for both
     result: dict = {"renderer": RENDERER_VERSION, "size": size, "views": list(views),

@@ -24,9 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from pxr import Usd
-
 from usd_repair_verifier.profiles.vocabulary import FAULT_KINDS
+from usd_repair_verifier.stage_snapshot.variant_selections import open_selected
 
 from usd_repair_verifier.authoring.inject.edits import (
     InjectionError, remove_prim, root_layer_of, set_api_schemas, set_attribute, set_targets,
@@ -51,8 +50,11 @@ class Injected:
     note: str
 
 
-def inject(reference: Path, out: Path, faults: list[tuple[str, str]], seed: int) -> list[Injected]:
-    """Copy `reference` to `out` and inject each (kind, target) fault in order.
+def inject(reference: Path, out: Path, faults: list[tuple[str, str]], seed: int,
+           variant_selections: dict | None = None) -> list[Injected]:
+    """Copy `reference` to `out` and inject each (kind, target) fault in order, into the stage
+    composed with `variant_selections` (a SimReady package's physics is behind its variant sets:
+    the fault goes into the layer the selected variant brings in).
 
     The work happens in a fresh folder beside `out`, renamed onto it only when every
     fault took: a fault that cannot be injected leaves `out` as it was (nothing written)."""
@@ -62,7 +64,7 @@ def inject(reference: Path, out: Path, faults: list[tuple[str, str]], seed: int)
     try:
         package = work / "package"
         shutil.copytree(reference, package, symlinks=True)
-        done = _inject_in_place(package, faults, seed)
+        done = _inject_in_place(package, faults, seed, variant_selections)
         if out.exists():
             shutil.rmtree(out)
         package.rename(out)
@@ -71,7 +73,8 @@ def inject(reference: Path, out: Path, faults: list[tuple[str, str]], seed: int)
     return done
 
 
-def _inject_in_place(package: Path, faults: list[tuple[str, str]], seed: int) -> list[Injected]:
+def _inject_in_place(package: Path, faults: list[tuple[str, str]], seed: int,
+                     variant_selections: dict | None = None) -> list[Injected]:
     root = root_layer_of(package)
     done = []
     for kind, target in faults:
@@ -82,7 +85,7 @@ def _inject_in_place(package: Path, faults: list[tuple[str, str]], seed: int) ->
             raise InjectionError(f"unknown fault kind {kind} (known: {', '.join(sorted(INJECTORS))})")
         if FAULT_KINDS[kind].target == "asset":
             target = "*"
-        stage = Usd.Stage.Open(str(root), Usd.Stage.LoadAll)
+        stage = open_selected(root, variant_selections)
         dirty: set = set()
         note = INJECTORS[kind](stage, target, rng, dirty)
         for layer in sorted(dirty, key=lambda l: l.identifier):

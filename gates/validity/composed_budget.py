@@ -47,6 +47,7 @@ class Counts:
     points: int = 0
     triangles: int = 0
     over: str | None = None     # the first budget crossed, if any
+    layers: list | None = None  # the files the composed stage uses (None: not composed to the end)
 
     def as_dict(self) -> dict:
         return {name: getattr(self, name) for name in COUNTED}
@@ -61,20 +62,25 @@ def budgets(reference: dict | None, absolute: dict) -> dict:
     return found
 
 
-def count(root_layer: str, limits: dict) -> Counts:
-    """Compose `root_layer` and count, stopping at the first of `limits` crossed."""
+def count(root_layer: str, limits: dict, selections: dict | None = None) -> Counts:
+    """Compose `root_layer` (with the case's variant `selections` in its session layer, as the
+    grade composes it) and count, stopping at the first of `limits` crossed."""
     counts = Counts()
-    _count_prims(root_layer, limits, counts)
+    _count_prims(root_layer, limits, counts, selections or {})
     if counts.over is None:
-        _count_geometry(root_layer, limits, counts)
+        _count_geometry(root_layer, limits, counts, selections or {})
     return counts
 
 
-def _count_prims(root_layer: str, limits: dict, counts: Counts) -> None:
+def _count_prims(root_layer: str, limits: dict, counts: Counts, selections: dict) -> None:
     from pxr import Pcp, Sdf
 
+    from usd_repair_verifier.stage_snapshot.variant_selections import session_layer
+
     layer = Sdf.Layer.FindOrOpen(root_layer)
-    cache = Pcp.Cache(Pcp.LayerStackIdentifier(layer), "usd", True)
+    stack = (Pcp.LayerStackIdentifier(layer, session_layer(selections)) if selections
+             else Pcp.LayerStackIdentifier(layer))
+    cache = Pcp.Cache(stack, "usd", True)
     stack = [Sdf.Path.absoluteRootPath]
     while stack:
         path = stack.pop()
@@ -94,10 +100,13 @@ def _count_prims(root_layer: str, limits: dict, counts: Counts) -> None:
         stack.extend(path.AppendChild(name) for name in reversed(names))
 
 
-def _count_geometry(root_layer: str, limits: dict, counts: Counts) -> None:
+def _count_geometry(root_layer: str, limits: dict, counts: Counts, selections: dict) -> None:
     from pxr import Usd, UsdGeom
 
-    stage = Usd.Stage.Open(root_layer, Usd.Stage.LoadAll)
+    from usd_repair_verifier.stage_snapshot.variant_selections import open_selected, used_layer_paths
+
+    stage = open_selected(root_layer, selections)
+    counts.layers = used_layer_paths(stage)
     for prim in Usd.PrimRange.Stage(stage, Usd.TraverseInstanceProxies()):
         if not prim.IsA(UsdGeom.PointBased):
             continue

@@ -22,13 +22,16 @@ def check_submission(
     timeout_s: float | None = None,
     memory_bytes: int | None = None,
     reference: str | os.PathLike | None = None,
+    variant_selections: dict | None = None,
 ) -> ValidityReport:
     """Run every validity rule on ``submission``; never raises because of it.
 
     ``timeout_s`` (default 300 s) bounds the USD worker's wall-clock time and
     ``memory_bytes`` overrides :func:`default_worker_memory`.  ``reference``, the
     reference's root layer, sizes the composed-stage budgets (else only the
-    absolute limits apply).
+    absolute limits apply).  ``variant_selections``, the case's, compose both
+    stages as the grade does: the layers they reach are reported as composed,
+    the others apart (every layer is still read and checked for escapes).
     """
     if limits is None:
         limits = ResourceLimits()
@@ -38,7 +41,7 @@ def check_submission(
         raise TypeError(f"limits must be ResourceLimits, got {type(limits).__name__}")
     try:
         return _check(submission, limits, timeout_s, memory_bytes,
-                      None if reference is None else os.fspath(reference))
+                      None if reference is None else os.fspath(reference), dict(variant_selections or {}))
     except Exception as exc:  # a verifier bug: report it, never crash the session
         msg = f"validity gate crashed: {type(exc).__name__}: {clean(exc)}"
         return ValidityReport(
@@ -50,10 +53,11 @@ def check_submission(
 
 
 def timed_validity(submission: str | os.PathLike, limits: ResourceLimits,
-                   reference: str | os.PathLike | None = None) -> tuple[ValidityReport, float]:
+                   reference: str | os.PathLike | None = None,
+                   variant_selections: dict | None = None) -> tuple[ValidityReport, float]:
     """check_submission and its wall time in seconds (run in the background by the plugin)."""
     start = time.perf_counter()
-    report = check_submission(submission, limits, reference=reference)
+    report = check_submission(submission, limits, reference=reference, variant_selections=variant_selections)
     return report, round(time.perf_counter() - start, 6)
 
 
@@ -72,7 +76,7 @@ def _skipped(rules: tuple[str, ...], earlier: str) -> dict[str, RuleResult]:
 
 
 def _check(submission: Any, limits: ResourceLimits, timeout_s: float | None,
-           memory_bytes: int | None, reference: str | None = None) -> ValidityReport:
+           memory_bytes: int | None, reference: str | None = None, selections: dict | None = None) -> ValidityReport:
     lp, root = check_local_package(submission)
     results = {"local_package": lp}
     if root is None:
@@ -96,7 +100,7 @@ def _check(submission: Any, limits: ResourceLimits, timeout_s: float | None,
         memory_bytes = default_worker_memory(limits, walk.text_bytes, walk.binary_bytes)
     if timeout_s is None:
         timeout_s = DEFAULT_WORKER_TIMEOUT_S
-    out, infra = run_worker(root, root_layer, limits, timeout_s, memory_bytes, reference)
+    out, infra = run_worker(root, root_layer, limits, timeout_s, memory_bytes, reference, selections)
     if infra is not None:
         for r in RULES[2:]:
             results[r] = RuleResult(r, False, f"not checked: verifier infrastructure error: {infra}")
@@ -107,7 +111,7 @@ def _check(submission: Any, limits: ResourceLimits, timeout_s: float | None,
     results["resource_limits"] = _resource_rule(out, walk, limits)
     if out.composed is not None and out.composed.error:
         out.parse_errors.append(out.composed.error)
-    results["layers_parse"] = _layers_rule(out, root)
+    results["layers_parse"] = _layers_rule(out, root, bool(selections))
     results["dependencies_inside"] = _dependencies_rule(out)
     return _report(results, root_layer, len(out.layers))
 
@@ -141,19 +145,36 @@ def _resource_rule(out: WorkerResult, walk: WalkResult, limits: ResourceLimits) 
     )
 
 
-def _layers_rule(out: WorkerResult, root: str) -> RuleResult:
+def _layers_rule(out: WorkerResult, root: str, selected: bool = False) -> RuleResult:
     if out.parse_errors:
         return RuleResult(
             "layers_parse", False,
             summarise(out.parse_errors, "layer error", out.parse_error_total), cap(out.parse_errors)
         )
     layers = out.layers
-    names = ", ".join(show(p, root) for p in layers[:8])
-    more = f" and {len(layers) - 8} more" if len(layers) > 8 else ""
+    composed = set(out.composed.layers) if out.composed is not None and out.composed.layers is not None else None
+    apart = [p for p in layers if composed is not None and os.path.normpath(p) not in composed]
+    if not apart:
+        return RuleResult(
+            "layers_parse", True,
+            f"{counted(len(layers), 'layer')} open and every authored value reads back: {_names(layers, root)}",
+        )
+    # Layers only variants the stage does not select reach (another engine's physics): read and
+    # checked like the rest, but not what the grade composes: said apart, so nobody takes them for it.
+    used = [p for p in layers if p not in apart]
+    under = "under the case's variant selections" if selected else "with the variants the package selects"
     return RuleResult(
         "layers_parse", True,
-        f"{counted(len(layers), 'layer')} open and every authored value reads back: {names}{more}",
+        f"{counted(len(layers), 'layer')} open and every authored value reads back; composed {under}: "
+        f"{counted(len(used), 'layer')} ({_names(used, root)}); not composed (behind variants not selected, or "
+        f"arcs the stage does not use; read and checked for escapes all the same): "
+        f"{counted(len(apart), 'layer')} ({_names(apart, root)})",
     )
+
+
+def _names(layers: list[str], root: str, shown: int = 8) -> str:
+    more = f" and {len(layers) - shown} more" if len(layers) > shown else ""
+    return ", ".join(show(p, root) for p in layers[:shown]) + more
 
 
 def _dependencies_rule(out: WorkerResult) -> RuleResult:

@@ -24,6 +24,8 @@ class WorkerConfig:
     result: str                        # where the worker writes its WorkerResult
     progress: str                      # "ready", then "layer PATH" before each layer is read
     stderr: str                        # the worker's diagnostics (USD's included)
+    # the case's variant selections (prim path -> set -> selection): the stage is composed with them
+    variant_selections: dict = field(default_factory=dict)
 
     def write(self, path: str) -> None:
         with open(path, "w", encoding="utf-8") as fh:
@@ -51,6 +53,7 @@ class ComposedResult:
     reference: dict | None = None   # the reference's counts, when it was given
     refusal: str | None = None      # why the stage is refused: a budget crossed or memory exhausted
     error: str | None = None        # the stage does not compose (a layers_parse failure)
+    layers: list | None = None      # the layers the composed stage uses (None: not composed to the end)
 
 
 @dataclass

@@ -57,7 +57,8 @@ def same_worker_env(a: dict, b: dict) -> bool:
 
 
 def run_worker(root: str, root_layer: str, limits: ResourceLimits, timeout_s: float,
-               memory_bytes: int, reference: str | None = None) -> tuple[WorkerResult, str | None]:
+               memory_bytes: int, reference: str | None = None,
+               variant_selections: dict | None = None) -> tuple[WorkerResult, str | None]:
     """Run the USD part in a capped subprocess.  Returns (result, infrastructure error)."""
     tmp = make_tempdir(root)
     try:
@@ -71,6 +72,7 @@ def run_worker(root: str, root_layer: str, limits: ResourceLimits, timeout_s: fl
             result=os.path.join(tmp, "result.json"),
             progress=os.path.join(tmp, "progress.log"),
             stderr=os.path.join(tmp, "stderr.log"),
+            variant_selections=dict(variant_selections or {}),
         )
         cfg_path = os.path.join(tmp, "config.json")
         cfg.write(cfg_path)

@@ -58,6 +58,7 @@ class Worker:
         self.root = cfg.package_root
         self.root_layer = cfg.root_layer
         self.reference_root_layer = cfg.reference_root_layer
+        self.selections = cfg.variant_selections
         self.limits = cfg.limits
         self.stderr_path = cfg.stderr
         self.progress = open(cfg.progress, "a", encoding="utf-8")
@@ -232,11 +233,15 @@ class Worker:
         reference = None
         if self.reference_root_layer:
             # The reference is the case's own, trusted package: a failure here is the verifier's.
-            reference = composed_budget.count(self.reference_root_layer, absolute).as_dict()
+            if self.selections:   # composed as the grade composes it: the named prims' other sets held
+                from usd_repair_verifier.stage_snapshot.variant_selections import applied_selections
+
+                self.selections = applied_selections(self.reference_root_layer, self.selections)
+            reference = composed_budget.count(self.reference_root_layer, absolute, self.selections).as_dict()
         limits = composed_budget.budgets(reference, absolute)
         self.note(f"layer {root_loc.ident()}")
         try:
-            counts = composed_budget.count(root_loc.ident(), limits)
+            counts = composed_budget.count(root_loc.ident(), limits, self.selections)
         except MemoryError:
             return ComposedResult(budgets=limits, refusal=f"composing the stage exceeded the verifier's memory cap "
                                                           f"(budgets: {limits})")
@@ -244,7 +249,8 @@ class Worker:
             return ComposedResult(budgets=limits, error=f"{self.show(root_loc)}: the stage does not compose: "
                                                         f"{self.usd_message(exc)}")
         refusal = composed_budget.refusal(counts, limits, reference) if counts.over else None
-        return ComposedResult(budgets=limits, counts=counts.as_dict(), reference=reference, refusal=refusal)
+        return ComposedResult(budgets=limits, counts=counts.as_dict(), reference=reference, refusal=refusal,
+                              layers=counts.layers)
 
     def check_cycles(self) -> None:
         for cyc in sublayer_cycles(self.sublayer_edges):

@@ -1,7 +1,8 @@
 """The runtime session: loads reference and candidate once, matches them, collects property results.
 
 Configured by a JSON file named in $USDGRADE_PHYSICAL_CONFIG (written by physical/grade.py):
-{"reference": root layer, "candidate": root layer, "results": where to write the results}.
+{"reference": root layer, "candidate": root layer, "results": where to write the results,
+"variant_selections": the case's, every stage is composed with them}.
 Each test records its PropertyResults before asserting, so the results file holds what was
 measured whether the test passed or failed; a property that could not be measured is null with
 its reason and the test is skipped with that reason.
@@ -57,9 +58,9 @@ class Pair:
         return None
 
 
-def _load(root: str):
+def _load(root: str, selections: dict | None = None):
     try:
-        return engine.load(Path(root), SETTINGS), None
+        return engine.load(Path(root), SETTINGS, selections), None
     except engine.EngineRefusal as refusal:
         return None, str(refusal)
 
@@ -68,8 +69,12 @@ def _load(root: str):
 def pair() -> Pair:
     config = _config()
     t0 = time.monotonic()
-    reference, ref_refusal = _load(config["reference"])
-    candidate, cand_refusal = _load(config["candidate"])
+    from usd_repair_verifier.stage_snapshot.variant_selections import applied_selections
+
+    # The case's selections and the named prims' other sets held at the reference's: as the grade reads them.
+    selections = applied_selections(config["reference"], config.get("variant_selections") or {})
+    reference, ref_refusal = _load(config["reference"], selections)
+    candidate, cand_refusal = _load(config["candidate"], selections)
     TIMINGS["load_s"] = round(time.monotonic() - t0, 3)
     result = Pair(reference, candidate, ref_refusal, cand_refusal)
     if reference is not None and candidate is not None:
@@ -77,7 +82,8 @@ def pair() -> Pair:
         from usd_repair_verifier.stage_snapshot.read import read_snapshot
 
         t0 = time.monotonic()
-        ref_snap, cand_snap = read_snapshot(config["reference"]), read_snapshot(config["candidate"])
+        ref_snap, cand_snap = (read_snapshot(config["reference"], variant_selections=selections),
+                               read_snapshot(config["candidate"], variant_selections=selections))
         match = correspond(ref_snap, cand_snap)
         result.bodies = {label: match.bodies.get(label) for label in reference.body_labels}
         result.joints = {label: match.joints.get(label) for label in reference.joint_labels}
