@@ -7,7 +7,7 @@ shared here so that every family grades the same way (README, "Reward"):
 
 - passed: every component's error is within its tolerance;
 - progress: per component, 1 at or within tolerance, 0 at the input's frozen
-  error (or within a billionth of it: floating-point noise), linear in between;
+  error (or within a ten-thousandth of it, SAME_AS_INPUT_RELATIVE: other builds' last bits), linear in between;
   averaged over the components that were broken in the input or are broken now
   (so an unchanged input scores 0, and breaking a healthy component while fixing
   another costs progress); 0 for the whole check while a component that marks a

@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass
 
 from .addresses import hosts_in, is_local, urls_in
-from .web_tools import is_web_tool, nested_tool_names, web_tool_table  # noqa: F401  (re-exported)
+from .web_tools import is_web_tool, nested_tool_names
 from .trajectory import ToolCall
 
 EXCERPT_CHARS = 160
@@ -144,10 +144,6 @@ def call_text(value, depth: int = 0) -> str:
             return " ".join(value)
         return "\n".join(call_text(item, depth + 1) for item in value)
     return ""
-
-
-def argument_chars(arguments: dict) -> int:
-    return len(call_text(arguments))
 
 
 def _excerpt(text: str, needle: str) -> str:
@@ -279,11 +275,3 @@ class Violations:
             self.total += 1
             if len(self.listed) < MAX_LISTED:
                 self.listed.append(violation)
-
-
-def run_violations(calls, allowed: frozenset[str]) -> list[Violation]:
-    """Every violation of these calls, in order; repeats of one once."""
-    collected = Violations(allowed)
-    for call in calls:
-        collected.add_call(call)
-    return collected.listed

@@ -13,7 +13,7 @@ from usd_repair_verifier.checks.measurement import Comparison
 from usd_repair_verifier.checks.registry import Measurements
 from usd_repair_verifier.profiles.schema import Profile
 
-from . import exemptions, scene_preservation
+from . import exemptions
 from usd_repair_verifier.profiles.result_record import GateResult
 
 DOF = {"revolute": 1, "prismatic": 1, "spherical": 3, "fixed": 0, "distance": 5, "d6": None, "custom": None}

@@ -43,7 +43,6 @@ from .reward import INFRASTRUCTURE_EXIT, NO_RESULTS, OUTCOMES, Expected, TestRes
 from .work_share import WORKER_INPUT_KEY, LocalWork, SharedWork
 
 if TYPE_CHECKING:
-    from .reference_cache import ReferenceCache
     from .session import GradingSession
 
 GATES_DIR = Path(__file__).resolve().parent.parent / "gates"

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import re
 from dataclasses import dataclass, field
 
 from usd_repair_verifier.profiles.result_record import KINDS, CheckResult, GateResult
 
-from .json_report import NO_RESULTS, TestRecord, TestResults, records_from_report
+from .json_report import NO_RESULTS, TestRecord, TestResults
 
-__all__ = ["NO_RESULTS", "TestRecord", "TestResults", "records_from_report"]  # the records decide() reads
+__all__ = ["NO_RESULTS", "TestRecord", "TestResults"]  # the records decide() reads
 
 REWARD_CAP = 0.99
 WEIGHT_F = WEIGHT_S = 0.5   # R = WEIGHT_F F + WEIGHT_S S

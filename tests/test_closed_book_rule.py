@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from usd_repair_verifier import closed_book
-from usd_repair_verifier.closed_book import rule, trajectory
+from usd_repair_verifier.closed_book import rule, trajectory, web_tools
 from usd_repair_verifier.closed_book.allowed import allowed_urls, package_urls
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -155,17 +155,17 @@ def test_urls_in_the_instruction_are_allowed():
                                   "websearch", "browser", "web_read", "web_fetch", "mcp__fetch__fetch",
                                   "mcp__playwright__browser_navigate", "tavily__search", "mcp_exa_search"])
 def test_web_tool_names(name):
-    assert rule.is_web_tool(name)
+    assert web_tools.is_web_tool(name)
 
 
 @pytest.mark.parametrize("name", ["Bash", "Edit", "Grep", "search_file_content", "str_replace_editor", "bash_command",
                                   "exec_command", "apply_patch", "read_file", "mcp__filesystem__read_file"])
 def test_local_tool_names(name):
-    assert not rule.is_web_tool(name)
+    assert not web_tools.is_web_tool(name)
 
 
 def test_the_tool_list_names_the_agent_of_each_tool():
-    table = rule.web_tool_table()
+    table = web_tools.web_tool_table()
     names = {t["name"] for t in table["tools"]}
     for required in ("WebSearch", "WebFetch", "web_search_call", "web_search", "web_fetch", "google_web_search",
                      "websearch", "webfetch", "browser", "web_read"):

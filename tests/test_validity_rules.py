@@ -696,9 +696,18 @@ def test_usdz_root_layer_with_relative_members_passes(tmp_path) -> None:
     assert report.layer_count == 2
 
 
+def _use_faulty_worker(monkeypatch, fault: str) -> None:
+    """Every worker of this test is tests/faulty_validity_worker.py, started fresh (never forked)."""
+    from usd_repair_verifier.gates.validity import runner
+
+    script = str(Path(__file__).with_name("faulty_validity_worker.py"))
+    monkeypatch.setattr(runner, "worker_command", lambda cfg_path: [sys.executable, script, fault, cfg_path])
+    monkeypatch.setattr(runner, "_forked_worker", lambda *args: None)
+
+
 def test_usd_crash_names_the_layer_being_read(tmp_path, monkeypatch) -> None:
     pkg = make_clean(tmp_path / "pkg")
-    monkeypatch.setenv("USD_VALIDITY_TEST_FAULT", "crash")
+    _use_faulty_worker(monkeypatch, "crash")
     report = check_submission(pkg, ResourceLimits())
     assert report.infrastructure_error is None
     reason = report.rule("layers_parse").reason
@@ -708,7 +717,7 @@ def test_usd_crash_names_the_layer_being_read(tmp_path, monkeypatch) -> None:
 
 def test_usd_hang_is_killed_and_reported(tmp_path, monkeypatch) -> None:
     pkg = make_clean(tmp_path / "pkg")
-    monkeypatch.setenv("USD_VALIDITY_TEST_FAULT", "hang")
+    _use_faulty_worker(monkeypatch, "hang")
     start = time.monotonic()
     report = check_submission(pkg, ResourceLimits(), timeout_s=1.5)
     assert time.monotonic() - start < 3

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from pxr import Sdf, Usd, UsdGeom, UsdPhysics
 
-from usd_repair_verifier.authoring.inject.edits import InjectionError
+from usd_repair_verifier.profiles.families import InjectionError
 
 
 def _package_layers(stage: Usd.Stage, package: Path) -> list[tuple[str, Sdf.Layer]]:

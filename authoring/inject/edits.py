@@ -12,8 +12,7 @@ from pathlib import Path
 
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
 
-# Re-exported for the injectors here: defined with the family table, which names every injector.
-from usd_repair_verifier.profiles.families import InjectionError  # noqa: F401
+from usd_repair_verifier.profiles.families import InjectionError
 
 
 def root_layer_of(package: Path) -> Path:

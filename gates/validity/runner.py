@@ -96,6 +96,11 @@ class _Ended:
     timed_out: bool          # killed (with its process group) at the timeout
 
 
+def worker_command(cfg_path: str) -> list[str]:
+    """The command line of a fresh worker (the tests replace it with a worker that crashes or hangs)."""
+    return [sys.executable, "-m", WORKER_MODULE, cfg_path]
+
+
 class _NotStarted(Exception):
     """The worker process could not be started (its cause: the OSError)."""
 
@@ -105,7 +110,7 @@ def _execute(cfg_path: str, stderr_path: str, cwd: str, timeout_s: float) -> _En
     with open(stderr_path, "wb") as err:
         try:
             proc = _forked_worker(cfg_path, stderr_path, cwd) or subprocess.Popen(
-                [sys.executable, "-m", WORKER_MODULE, cfg_path],
+                worker_command(cfg_path),
                 stdin=subprocess.DEVNULL,
                 stdout=err,
                 stderr=err,

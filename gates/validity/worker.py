@@ -16,9 +16,7 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-import signal
 import sys
-import time
 from typing import Any, Iterator
 
 from . import composed_budget
@@ -29,11 +27,6 @@ from .resolve import Resolver
 from .scan import BudgetExceeded, LayerScan
 from .text import MAX_DETAILS, clean, counted, inside, show
 from .usdz import UsdzArchives
-
-# Tests only: "crash" or "hang" makes the worker fail while reading the first layer,
-# exercising the crash/timeout handling.  The environment is the operator's, not the agent's.
-TEST_FAULT_ENV = "USD_VALIDITY_TEST_FAULT"
-
 
 class _Capped(list):
     """A list that keeps the first ``keep`` items but counts every append."""
@@ -153,7 +146,6 @@ class Worker:
             anchor = Location(loc.fs, loc.members + (posixpath.normpath(zf.infolist()[0].filename),))
         ident = loc.ident()
         self.note(f"layer {ident}")
-        _test_fault()
         pos = self.stderr_pos()
         try:
             layer = self.Sdf.Layer.FindOrOpen(ident)
@@ -329,14 +321,6 @@ def sublayer_cycles(edges: dict[str, list[str]]) -> Iterator[list[str]]:
                 color[nxt] = 1
                 path.append(nxt)
                 stack.append((nxt, iter(edges.get(nxt, ()))))
-
-
-def _test_fault() -> None:
-    fault = os.environ.get(TEST_FAULT_ENV)
-    if fault == "crash":  # test hook: behave like USD segfaulting on this layer
-        os.kill(os.getpid(), signal.SIGSEGV)
-    elif fault == "hang":  # test hook: behave like USD never returning
-        time.sleep(3600)
 
 
 def set_worker_limits(cfg: WorkerConfig) -> None:
