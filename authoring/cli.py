@@ -26,12 +26,13 @@ from usd_repair_verifier.scoring.outputs import OutputRefused, check_placement, 
 from usd_repair_verifier.scoring.progress import labelled, working
 
 from usd_repair_verifier.authoring import usd_messages
+from usd_repair_verifier.profiles.errors import ExitCode
 
 ROOT_LAYER_SUFFIXES = (".usd", ".usda", ".usdc", ".usdz")
-USAGE, REFUSED = 2, 1
+USAGE, REFUSED = ExitCode.USAGE, ExitCode.REFUSED
 
 
-def fail(line: str, code: int = USAGE) -> int:
+def fail(line: str, code: ExitCode = USAGE) -> ExitCode:
     print(line, file=sys.stderr)
     return code
 
@@ -93,7 +94,7 @@ def print_targets(reference: Path, kinds: list[str], selections: dict | None = N
             print(f"  {target}")
         for target, why in entry.refused:
             print(f"  not {target}: {why}")
-    return 0
+    return ExitCode.DONE
 
 
 def parse_faults(specs: list[str]) -> list[tuple[str, str]] | str:
@@ -135,7 +136,7 @@ def inject_command(args: argparse.Namespace) -> int:
         for name, kind in sorted(FAULT_KINDS.items()):
             marker = "" if name in INJECTORS else "  (no injector)"
             print(f"{name:<28} {kind.target:<9} {kind.summary}{marker}")
-        return 0
+        return ExitCode.DONE
     from usd_repair_verifier.authoring.variants import parse_variant_args
 
     try:
@@ -182,7 +183,7 @@ def inject_command(args: argparse.Namespace) -> int:
     say_usd(said, places, "USD warned while injecting (a fault that breaks composition is expected to)")
     manifest = write_manifest(reference, out, args.seed, done)
     print(f"wrote {out} and {manifest}")
-    return 0
+    return ExitCode.DONE
 
 
 def faults_from_file(path: Path) -> list:
@@ -332,4 +333,4 @@ def freeze_command(args: argparse.Namespace) -> int:
         say_usd(said, places, "USD warned while reading the packages (a broken input may well make it)")
     chosen = f", variant selections {selection_text(profile.variant_selections)}" if profile.variant_selections else ""
     print(f"froze {out}: {len(profile.faults)} fault(s), {len(profile.checks)} check(s){chosen}")
-    return 0
+    return ExitCode.DONE

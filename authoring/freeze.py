@@ -29,9 +29,10 @@ from usd_repair_verifier.profiles.vocabulary import DEFAULT_CORRESPONDENCE, DEFA
 
 from usd_repair_verifier.authoring.detect import detect_faults  # noqa: F401  (finding faults by comparison)
 from usd_repair_verifier.authoring.detect import target_kind
+from usd_repair_verifier.profiles.errors import Refused
 
 
-class FreezeRefused(Exception):
+class FreezeRefused(Refused):
     """The case would not grade sensibly; nothing was written."""
 
 

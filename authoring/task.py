@@ -17,6 +17,8 @@ tests render copies with other paths instead of overriding anything at run time.
 """
 from __future__ import annotations
 
+from usd_repair_verifier.profiles.errors import ExitCode
+
 import argparse
 import re
 import shutil
@@ -30,6 +32,7 @@ from usd_repair_verifier.closed_book.harbor import TRAJECTORY_FOLDER, collect_bl
 
 from usd_repair_verifier.profiles.case import CaseError, load_case
 from usd_repair_verifier.profiles.schema import selection_text
+from usd_repair_verifier.profiles.errors import Refused
 
 TEMPLATES = Path(__file__).resolve().with_name("task_files")
 VERIFIER_ROOT = Path(__file__).resolve().parent.parent
@@ -70,7 +73,7 @@ ALLOWED_HOST = re.compile(r"(\*\.)?[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]
                           r"|[0-9a-f:.]+(/\d{1,3})?")
 
 
-class TaskError(Exception):
+class TaskError(Refused):
     """The task cannot be written (a broken case, an output folder that is not a task's)."""
 
 
@@ -278,7 +281,7 @@ def task_command(args: argparse.Namespace) -> int:
         return check_command(args.check)
     if not args.out:
         print("task needs --out (or --check TASK)", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
     options = TaskOptions(base_image=args.base_image, closed_book=not args.open_book, name=args.task_name,
                           version=args.task_version, allowed_hosts=tuple(args.allow_host or ()))
     try:
@@ -288,16 +291,16 @@ def task_command(args: argparse.Namespace) -> int:
             written = [write_task(Path(args.case), Path(args.out), options, args.force)]
         else:
             print("task needs a CASE or --cases DIR", file=sys.stderr)
-            return 2
+            return ExitCode.USAGE
     except TaskError as error:
         print(f"cannot write the task: {error}", file=sys.stderr)
-        return 1
+        return ExitCode.REFUSED
     except OutputRefused as error:
         print(str(error), file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
     for path in written:
         print(f"wrote {path}")
-    return 0
+    return ExitCode.DONE
 
 
 def add_parser(sub) -> None:

@@ -28,6 +28,7 @@ import tempfile
 from pathlib import Path
 
 import usd_repair_verifier
+from usd_repair_verifier.profiles.errors import ExitCode
 
 TEMPLATES = Path(__file__).resolve().with_name("task_files")
 DETAILS_SCRIPT = "reward_details.py"
@@ -124,6 +125,6 @@ def check_command(task: str) -> int:
         sound, summary = check_task(Path(task).resolve())
     except (CheckError, OSError, ValueError, subprocess.TimeoutExpired) as error:
         print(f"{task}: NOT sound: {error}")
-        return 1
+        return ExitCode.REFUSED
     print(f"{task}: {'sound' if sound else 'NOT sound'}: {summary}")
-    return 0 if sound else 1
+    return ExitCode.DONE if sound else ExitCode.REFUSED

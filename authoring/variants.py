@@ -11,9 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from usd_repair_verifier.profiles.schema import ProfileError, variant_selections_from_json
+from usd_repair_verifier.profiles.errors import Refused
 
 
-class SelectionRefused(Exception):
+class SelectionRefused(Refused):
     """The selections cannot make a case of these packages; nothing was written."""
 
 

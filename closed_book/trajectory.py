@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from usd_repair_verifier.profiles.errors import UsageMistake
+
 # ATIF-v1.0 to v1.8 share the shape read here; a later version may record actions elsewhere.
 SCHEMA_PATTERN = re.compile(r"ATIF-v1\.(\d+)")
 NEWEST_MINOR = 8
@@ -51,7 +53,7 @@ CONTINUATION_PATTERN = r"{stem}\.cont-(\d+)\.json"
 JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 
 
-class TrajectoryError(ValueError):
+class TrajectoryError(UsageMistake, ValueError):
     """The trajectory cannot be read completely: the run cannot be checked."""
 
 

@@ -12,10 +12,8 @@ commands:
   regrade    re-grade stored submissions with this verifier (locally or on Ray)
   doctor     check that this installation can grade
 
-Exit codes: 0 done (whatever the reward), 1 refused (nothing usable, or a case that would not
-grade sensibly), 2 a mistake in the command line (nothing written), 3 an infrastructure error
-(grade.json says why; reward.json holds the fallback 0). `usdgrade grade` exits as `pytest
-checks` does (4: pytest's usage error). No command replaces a folder it did not write.
+Exit codes: {exit_codes}.
+No command replaces a folder it did not write.
 `usdgrade COMMAND --help` for each; docs/cli.md lists every option.
 """
 from __future__ import annotations
@@ -26,6 +24,7 @@ import sys
 from pathlib import Path
 
 from usd_repair_verifier import IMPORT_ROOT
+from usd_repair_verifier.profiles.errors import ExitCode, VerifierError, exit_code_rows
 
 # The commands whose parsers need no other module: `usdgrade grade ...` builds only these, so the
 # parent of the sealed grade imports none of the apps (task, visual, physical, records, regrade,
@@ -41,7 +40,7 @@ def grade(args: argparse.Namespace) -> int:
 
     if args.n < 0:
         print(f"usdgrade grade: -n {args.n}: the number of workers is 0 (serial) or more", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
     mistake = _grade_path_mistake(args)
     if mistake:   # a path that is not there: a mistake in the command line, nothing written
         from usd_repair_verifier.authoring.cli import USAGE
@@ -119,11 +118,11 @@ def explain_command(args: argparse.Namespace) -> int:
         text = Path(args.grade).read_bytes()
     except OSError as error:
         print(f"cannot read {args.grade}: {error.strerror or error}", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
     why_not = _separate_record(args.grade, text)
     if why_not:
         print(why_not, file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
     try:
         grade = grade_file.read(text)
     except ValidationError as error:
@@ -131,11 +130,11 @@ def explain_command(args: argparse.Namespace) -> int:
         where = ".".join(str(p) for p in first.get("loc", ())) or "the file"
         print(f"cannot explain {args.grade}: not a usdgrade grade.json ({error.error_count()} problem(s); "
               f"first: {where}: {first.get('msg', error)})", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
     if args.html:
         return explain_page(args, grade)
     print("\n".join(explain_lines(grade)))
-    return 0
+    return ExitCode.DONE
 
 
 def explain_page(args: argparse.Namespace, grade) -> int:
@@ -150,7 +149,7 @@ def explain_page(args: argparse.Namespace, grade) -> int:
         claim_folder(out, "explain", inputs, force=args.force)
     except OutputRefused as error:
         print(str(error), file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
     staging = staging_folder(out)
     try:
         write_page(grade, staging, Path(args.case) if args.case else None,
@@ -161,7 +160,7 @@ def explain_page(args: argparse.Namespace, grade) -> int:
 
         shutil.rmtree(staging, ignore_errors=True)
     print(f"wrote {out / 'index.html'}")
-    return 0
+    return ExitCode.DONE
 
 
 def version_line() -> str:
@@ -248,7 +247,8 @@ class _VersionAction(argparse.Action):
 def build_parser(core_only: bool = False) -> argparse.ArgumentParser:
     """The whole `usdgrade` command line (tools/cli_reference.py writes docs/cli.md from it);
     `core_only`: only CORE_COMMANDS, for a command line that runs one of them."""
-    parser = argparse.ArgumentParser(prog="usdgrade", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="usdgrade", description=description(),
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action=_VersionAction, help="print the version and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_core_parsers(sub)
@@ -276,6 +276,15 @@ def build_parser(core_only: bool = False) -> argparse.ArgumentParser:
     return parser
 
 
+def description() -> str:
+    """The module's text with the exit codes written from profiles/errors.py's ExitCode."""
+    import textwrap
+
+    codes = "; ".join(f"{code} {meaning.split(' (')[0].split(';')[0]}" for code, _, meaning in exit_code_rows())
+    paragraph = textwrap.fill(f"Exit codes: {codes}.", width=96)
+    return __doc__.replace("Exit codes: {exit_codes}.", paragraph)
+
+
 def _command_word(argv: list[str]) -> str | None:
     """The subcommand a command line names: its first word that is not an option."""
     return next((word for word in argv if not word.startswith("-")), None)
@@ -287,14 +296,17 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(IMPORT_ROOT))
     try:
         return args.run(args)
+    except VerifierError as error:   # every command's named reasons to stop: one line, its exit code
+        print(f"usdgrade {_command_word(argv)}: {error}", file=sys.stderr)
+        return error.exit_code
     except KeyboardInterrupt:
         print("usdgrade: interrupted", file=sys.stderr)
-        return 130
+        return ExitCode.INTERRUPTED
     except BrokenPipeError:  # `usdgrade ... | head`: the reader left; say nothing more
         import os
 
         sys.stdout = open(os.devnull, "w")
-        return 0
+        return ExitCode.DONE
 
 
 if __name__ == "__main__":

@@ -24,6 +24,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from usd_repair_verifier.profiles.errors import ExitCode
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEMO_CASE = REPO_ROOT / "fixtures" / "cases" / "ant_two_joint_faults"
 DEMO_SUBMISSION = REPO_ROOT / "fixtures" / "submissions" / "ant_two_joint_faults_one_repair"
@@ -180,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
     if missing or (args.submission and not args.case):
         print(f"usdgrade doctor: {missing[0]} is not a folder" if missing else
               "usdgrade doctor: --submission needs its --case (or neither: the bundled demo)", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
     findings = check_python_and_usd() + check_plugin() + check_extras() + check_judge_key() + check_warp_cache()
     if args.case:
         findings += check_case(Path(args.case))
@@ -194,7 +196,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"{f.level:<4}  {f.topic:<16} {f.text}")
     failed = [f for f in findings if f.level == "FAIL"]
     print(f"{len(failed)} problem(s)" if failed else "ready to grade")
-    return 1 if failed else 0
+    return ExitCode.REFUSED if failed else ExitCode.DONE
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:

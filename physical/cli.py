@@ -6,8 +6,8 @@ import shlex
 import sys
 from pathlib import Path
 
-EXIT_OK = 0
-EXIT_ERROR = 3
+from usd_repair_verifier.profiles.errors import ExitCode
+
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -36,30 +36,30 @@ def run(args) -> int:
             missing = ensure_engine()
         except RuntimeError as error:
             print(f"usdgrade physical --setup: {error}", file=sys.stderr)
-            return 1
+            return ExitCode.REFUSED
         print("installed the engine: " + ", ".join(missing) if missing else "the engine is already installed")
-        return EXIT_OK
+        return ExitCode.DONE
     if not (args.case and args.submission and args.out):
         print("usdgrade physical needs --case, --submission and --out (or --setup)", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
     missing = [f"{option} {value}" for option, value in (("--case", args.case), ("--submission", args.submission))
                if not Path(value).is_dir()]
     if missing:   # a typo is not a grade: nothing is written
         print(f"usdgrade physical: {missing[0]} is not a folder", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
     try:
         record = run_physical(Path(args.case), Path(args.submission), Path(args.out),
                               python=shlex.split(args.python) if args.python else None)
     except ValueError as error:
         print(f"usdgrade physical: {error}", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
     s = record["summary"]
     print(f"physical {record['status']}   passed {s['passed']}  failed {s['failed']}  null {s['null']}"
           + (f"   ({record['reason']})" if record["reason"] else ""))
     for name in s["failed_properties"]:
         print(f"  failed: {name}")
     print(f"wrote {Path(args.out) / PHYSICAL_FILE}")
-    return EXIT_ERROR if record["status"] == "infrastructure_error" else EXIT_OK
+    return ExitCode.INFRASTRUCTURE_ERROR if record["status"] == "infrastructure_error" else ExitCode.DONE
 
 
 def main(argv: list[str] | None = None) -> int:

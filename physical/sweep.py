@@ -19,6 +19,7 @@ from usd_repair_verifier.scoring.progress import progress
 
 from . import runtime_server
 from .grade import run_physical, session_env
+from usd_repair_verifier.profiles.errors import ExitCode
 
 
 def _one(case: Path, out_root: Path, role: str, python) -> dict:
@@ -70,7 +71,7 @@ def main(argv=None) -> int:
               f"{rec['timings'].get('total_s')}s  FAIL: {'; '.join(figure(p) for p in failed) or '-'}"
               + (f"  NULL: {' | '.join(nulls)}" if nulls else ""), flush=True)
     (Path(args.out) / "sweep.json").write_text(json.dumps(table, indent=1))
-    return 0
+    return ExitCode.DONE
 
 
 if __name__ == "__main__":

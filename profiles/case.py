@@ -6,9 +6,10 @@ from pathlib import Path
 
 from .digest import file_digest, tree_digest
 from .schema import SCORING_VERSION, Profile, ProfileError, load_profile
+from .errors import InfrastructureFault
 
 
-class CaseError(Exception):
+class CaseError(InfrastructureFault):
     """The case cannot be graded with: missing parts, malformed profile. An infrastructure error."""
 
 

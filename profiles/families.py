@@ -25,6 +25,7 @@ profile validation read it before anything is measured.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from .errors import Refused
 
 # Target kinds: "joint" and "body" are reference prim paths, "component" a visible gprim's
 # path, "asset" the whole asset ("*").
@@ -42,7 +43,7 @@ UNCHECKED_ATTRIBUTES = ("physics:gravityDirection", "physics:gravityMagnitude")
 ALL = ()   # in a KnockOn: every measure of the family
 
 
-class InjectionError(Exception):
+class InjectionError(Refused):
     """The fault cannot be injected on this target (wrong kind of prim, nothing to break): what an
     injector the table names raises, wherever its module lives."""
 

@@ -20,13 +20,14 @@ from pydantic_core import PydanticCustomError
 
 from . import jsonable
 from .vocabulary import DEFAULT_CORRESPONDENCE, DEFAULT_SAMPLING, DEFAULT_TOLERANCES, FAULT_KINDS, MEASURES
+from .errors import Refused
 
 SCHEMA = "usd-repair-case-profile"
 SCHEMA_VERSION = 1
 SCORING_VERSION = "7"
 
 
-class ProfileError(ValueError):
+class ProfileError(Refused, ValueError):
     """The profile is malformed: missing field, wrong type, unknown word."""
 
 

@@ -17,6 +17,8 @@ import os
 import sys
 from pathlib import Path
 
+from usd_repair_verifier.profiles.errors import ExitCode
+
 # The modules the `records` extra installs; without them each verb says so in one line.
 EXTRA_MODULES = ("sqlalchemy", "psycopg", "matplotlib")
 INSTALL_EXTRA = "pip install 'usd-repair-verifier[records]'"
@@ -79,7 +81,7 @@ def _open(url: str | None, create: bool = True):
 
 def _database_failed(error: Exception) -> int:
     _say(f"the records store failed: {str(error).splitlines()[0]}", sys.stderr)
-    return 2
+    return ExitCode.USAGE
 
 
 def _store_file(url: str | None) -> Path | None:
@@ -97,10 +99,10 @@ def ingest_command(args: argparse.Namespace) -> int:
     if missing:   # a mistake in the command line: no store is made for it
         _say(f"records ingest: {missing[0]} is not a folder (give Harbor job or trial folders, or folders of "
              "grade.json)", sys.stderr)
-        return 2
+        return ExitCode.USAGE
     ingest_module = _records_module("ingest")
     if ingest_module is None:
-        return 2
+        return ExitCode.USAGE
     ingest = ingest_module.ingest
     store_file = _store_file(args.db)
     if store_file is not None:
@@ -109,10 +111,10 @@ def ingest_command(args: argparse.Namespace) -> int:
                             option="--db")
         except OutputRefused as error:
             _say(str(error).replace("an output folder", "a store"), sys.stderr)
-            return 2
+            return ExitCode.USAGE
     store = _open(args.db)
     if store is None:
-        return 2
+        return ExitCode.USAGE
     import sqlalchemy.exc
 
     try:
@@ -125,8 +127,8 @@ def ingest_command(args: argparse.Namespace) -> int:
     if report.clashes:
         _say(f"{len(report.clashes)} trial(s) not stored: their trial id is already another trial's (CLASH lines above)",
              sys.stderr)
-        return 1
-    return 0 if report.episodes else 1
+        return ExitCode.REFUSED
+    return ExitCode.DONE if report.episodes else ExitCode.REFUSED
 
 
 def report_command(args: argparse.Namespace) -> int:
@@ -134,7 +136,7 @@ def report_command(args: argparse.Namespace) -> int:
 
     report_module = _records_module("report")
     if report_module is None or _records_module("figures") is None:
-        return 2
+        return ExitCode.USAGE
     NothingToReport, write_report = report_module.NothingToReport, report_module.write_report
     out = Path(args.out)
     store_file = _store_file(args.db)
@@ -142,10 +144,10 @@ def report_command(args: argparse.Namespace) -> int:
         claim_folder(out, "records report", [("records store", store_file)], force=args.force)
     except OutputRefused as error:
         print(str(error), file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
     store = _open(args.db, create=False)
     if store is None:
-        return 2
+        return ExitCode.USAGE
     import shutil
 
     import sqlalchemy.exc
@@ -158,24 +160,24 @@ def report_command(args: argparse.Namespace) -> int:
         replace_folder(staging, out, "records report")
     except NothingToReport as error:
         _say(f"no report written: {error}", sys.stderr)
-        return 1
+        return ExitCode.REFUSED
     except sqlalchemy.exc.SQLAlchemyError as error:
         return _database_failed(error)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     _say(f"wrote {Path(args.out) / 'report.html'} ({len(tables['episodes'])} episodes, "
           f"{len(tables['leaderboard'])} model/agent rows), report.md, CSV tables and {len(tables['figures'])} figure files")
-    return 0
+    return ExitCode.DONE
 
 
 def show_command(args: argparse.Namespace) -> int:
     show_module = _records_module("show")
     if show_module is None:
-        return 2
+        return ExitCode.USAGE
     show_lines = show_module.show_lines
     store = _open(args.db, create=False)
     if store is None:
-        return 2
+        return ExitCode.USAGE
     import sqlalchemy.exc
 
     try:
@@ -183,11 +185,11 @@ def show_command(args: argparse.Namespace) -> int:
             lines = show_lines(store, args.episode)
     except LookupError as error:
         _say(str(error), sys.stderr)
-        return 1
+        return ExitCode.REFUSED
     except sqlalchemy.exc.SQLAlchemyError as error:
         return _database_failed(error)
     _say("\n".join(lines))
-    return 0
+    return ExitCode.DONE
 
 
 def add_parser(sub) -> None:

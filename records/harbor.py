@@ -17,6 +17,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from usd_repair_verifier.profiles.errors import Refused
+
 MAX_JSON_BYTES = 64 * 1024 * 1024      # a larger record file is skipped, never parsed
 SEPARATE_FILES = ("visual", "physical")
 SUBMISSION_IN = Path("artifacts") / "app"     # Harbor re-creates the declared artifact /app here
@@ -39,7 +41,7 @@ HARNESS_CAUSED = {"EnvironmentStartTimeoutError", "SandboxBuildFailedError", "Ag
                   "BadRequestError", "BudgetExceededError", "ApiUsageLimitError"}
 
 
-class UnreadableFile(Exception):
+class UnreadableFile(Refused):
     """A record file that cannot be used (missing, a symlink, too large, not JSON)."""
 
 

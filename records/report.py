@@ -14,6 +14,7 @@ from pathlib import Path
 from . import results
 from .stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 from .store import Store
+from usd_repair_verifier.profiles.errors import Refused
 
 LEADERBOARD_COLUMNS = [
     ("model", "model"), ("agent", "agent"), ("episodes", "episodes"), ("counted", "counted"),
@@ -48,7 +49,7 @@ NOTES = [
 ]
 
 
-class NothingToReport(Exception):
+class NothingToReport(Refused):
     """The store holds nothing the report could show (nothing is written)."""
 
 

@@ -26,6 +26,7 @@ from . import schema
 from .grades import check_rows, grade_columns, separate_columns
 from .harbor import json_problem
 from .models import CHECK_ROW, EPISODE_ROW, GRADE_ROW, META_ROW, PHYSICAL_ROW, VISUAL_ROW
+from usd_repair_verifier.profiles.errors import Refused
 
 # The typed row each table is written from (records/models.py derives them from the tables).
 ROW_MODELS = {schema.episodes.name: EPISODE_ROW, schema.grades.name: GRADE_ROW, schema.checks.name: CHECK_ROW,
@@ -34,7 +35,7 @@ ROW_MODELS = {schema.episodes.name: EPISODE_ROW, schema.grades.name: GRADE_ROW, 
 DEFAULT_URL = "sqlite:///records.sqlite"
 
 
-class StoreError(Exception):
+class StoreError(Refused):
     """The store cannot do what was asked (newer schema, unknown column, missing key)."""
 
 

@@ -34,6 +34,7 @@ from usd_repair_verifier.scoring import VERIFIER_VERSION
 from usd_repair_verifier.regrade.sources import (DEFAULT_SUBMISSION_IN, Stored, find_case, job_submissions, parse_where,
                               profile_changed, selected)
 from usd_repair_verifier.regrade.warm import Item, ItemResult
+from usd_repair_verifier.profiles.errors import ExitCode
 
 VERSION_LABEL = f"scoring-{SCORING_VERSION}_verifier-{VERIFIER_VERSION}"
 # Job folders' new grades (and re-frozen cases) go here unless --out says otherwise: a folder of
@@ -193,7 +194,7 @@ def run(args: argparse.Namespace) -> int:
             bar.update(1)
     for line in summary_lines(outcomes, time.monotonic() - started):
         print(line)
-    return 0
+    return ExitCode.DONE
 
 
 @dataclass(frozen=True)
@@ -303,14 +304,14 @@ def ensure_out(out: Path) -> Path:
 def _command(args: argparse.Namespace) -> int:
     if bool(args.jobs) == bool(args.db):
         print("regrade needs Harbor job folders or --db URL (one of the two)", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
     if args.j < 1:
         print("-j must be at least 1", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
     missing = [p for p in (*args.jobs, args.cases, args.submissions_root) if p and not Path(p).is_dir()]
     if missing:
         print(f"regrade: {missing[0]} is not a folder", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
     if args.db:
         try:
             import usd_repair_verifier.records.store  # noqa: F401  the `records` extra: SQLAlchemy, psycopg
@@ -321,27 +322,27 @@ def _command(args: argparse.Namespace) -> int:
             if line is None:
                 raise
             print(f"regrade --db: {line}", file=sys.stderr)
-            return 2
+            return ExitCode.USAGE
     store_file = _store_file(args.db)
     if store_file is not None and not store_file.is_file():
         print(f"regrade: there is no records store at {store_file} (usdgrade records ingest JOB_DIR --db "
               f"{args.db} makes one)", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
     try:
         claim_out(args)
         return run(args)
     except ValueError as error:  # a bad selection or output folder
         print(f"regrade: {error}", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
     except RuntimeError as error:  # workers that cannot start, inputs the Ray nodes cannot read
         print(f"regrade: {error}", file=sys.stderr)
-        return 3
+        return ExitCode.INFRASTRUCTURE_ERROR
     except Exception as error:
         if type(error).__module__.split(".")[0] not in ("sqlalchemy", "psycopg"):
             raise
         # The store cannot be reached (a server that is down, a URL that is wrong): one line.
         print(f"regrade: the records store {args.db} failed: {str(error).splitlines()[0]}", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
 
 
 def _store_file(db: str | None) -> Path | None:

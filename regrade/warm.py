@@ -32,7 +32,7 @@ from usd_repair_verifier.profiles.schema import SCORING_VERSION
 
 from usd_repair_verifier.scoring import VERIFIER_VERSION, grade_file, outputs
 from usd_repair_verifier.scoring.reference_cache import ReferenceCache
-from usd_repair_verifier.scoring.reward import INFRASTRUCTURE_EXIT, NO_RESULTS, Expected, decide
+from usd_repair_verifier.profiles.errors import ExitCode
 
 
 
@@ -249,18 +249,12 @@ def _case_or_none(case_dir: str):
 def infrastructure_result(item: Item, reason: str, elapsed: float) -> ItemResult:
     """The grade of an item that ended outside its session (time limit, dead worker, inputs
     not readable): the report the plugin writes for its own time limit, with this cause."""
-    decision = decide(NO_RESULTS, Expected({}), reason)
-    try:
-        inputs = grade_file.GradeInputs(_case_or_none(item.case), Path(item.submission).absolute())
-        grade = grade_file.build(decision, NO_RESULTS, inputs, elapsed).to_json()
-    except Exception as error:  # even the report failed: keep the decision, say why
-        grade = {"status": decision.status.value, "authored_usd": decision.authored_usd,
-                 "infrastructure_error": f"{reason}; report failed: {type(error).__name__}: {error}",
-                 **versions()}
+    inputs = grade_file.GradeInputs(_case_or_none(item.case), Path(item.submission).absolute())
+    grade = grade_file.infrastructure_grade(reason, inputs, elapsed)
     from usd_repair_verifier.profiles import jsonable
 
-    return ItemResult(item.key, INFRASTRUCTURE_EXIT, jsonable.dumps(grade),
-                      jsonable.dumps({"authored_usd": decision.authored_usd}), round(elapsed, 6),
+    return ItemResult(item.key, ExitCode.INFRASTRUCTURE_ERROR, jsonable.dumps(grade.to_json()),
+                      jsonable.dumps({"authored_usd": grade.authored_usd}), round(elapsed, 6),
                       versions=versions())
 
 

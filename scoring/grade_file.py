@@ -23,8 +23,8 @@ from usd_repair_verifier.profiles.jsonable import jsonable
 from usd_repair_verifier.profiles.schema import SCORING_VERSION
 
 from . import VERIFIER_VERSION
-from .json_report import TestResults
-from .reward import Decision, Status
+from .json_report import NO_RESULTS, TestResults
+from .reward import Decision, Expected, Status, decide
 
 # Non-finite floats are written as strings (profiles/jsonable.py).
 NonFinite = Literal["inf", "-inf", "nan"]
@@ -268,3 +268,15 @@ def build(decision: Decision, results: TestResults, inputs: GradeInputs, elapsed
         visual=None,
         physical=None,
     )
+
+
+def infrastructure_grade(cause: str, inputs: GradeInputs, elapsed: float) -> Grade:
+    """The grade of a run that could not grade (a time limit, a dead worker, a scoring fault):
+    status infrastructure_error with its cause, never a score. The one builder the plugin, the
+    warm re-grader and the sealed session use. When even the report's inputs fail (a case that
+    cannot be read back), it says so and leaves the case out: the result is still a valid Grade."""
+    try:
+        return build(decide(NO_RESULTS, Expected({}), cause), NO_RESULTS, inputs, elapsed)
+    except Exception as error:  # noqa: BLE001  the cause must reach grade.json whatever failed here
+        cause = f"{cause}; report failed: {type(error).__name__}: {error}"
+        return build(decide(NO_RESULTS, Expected({}), cause), NO_RESULTS, GradeInputs(None, inputs.submission), elapsed)

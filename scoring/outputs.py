@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from usd_repair_verifier.profiles import jsonable
+from usd_repair_verifier.profiles.errors import UsageMistake
 
 REWARD_FILE = "reward.json"
 GRADE_FILE = "grade.json"
@@ -38,7 +39,7 @@ SOURCE_PACKAGES = ("authoring", "checks", "closed_book", "commands", "gates", "p
                    "regrade", "scoring", "stage_snapshot", "visual")
 
 
-class OutputRefused(ValueError):
+class OutputRefused(UsageMistake, ValueError):
     """An output that would overwrite, delete or corrupt something the command did not write."""
 
 

@@ -283,15 +283,15 @@ class GradingRun:
 
     def _time_out(self, limit: float) -> None:
         """The run took longer than --time-limit: leave an explicit infrastructure error, not nothing."""
-        decision = decide(NO_RESULTS, Expected({}), f"time limit of {limit:g} s exceeded: the grade did not finish")
+        grade = grade_file.infrastructure_grade(f"time limit of {limit:g} s exceeded: the grade did not finish",
+                                                self.inputs(), time.time() - self.started)
         try:
-            grade = grade_file.build(decision, NO_RESULTS, self.inputs(), time.time() - self.started)
             outputs.write_json(self.out / outputs.GRADE_FILE, grade.to_json())
-            outputs.write_json(self.out / outputs.REWARD_FILE, {"authored_usd": decision.authored_usd})
+            outputs.write_json(self.out / outputs.REWARD_FILE, {"authored_usd": grade.authored_usd})
         finally:
             if self.shared_folder is not None:
                 shutil.rmtree(self.shared_folder, ignore_errors=True)  # os._exit skips unconfigure
-            sys.stderr.write(f"usdgrade: {decision.infrastructure_error}\n")
+            sys.stderr.write(f"usdgrade: {grade.infrastructure_error}\n")
             sys.stderr.flush()
             os._exit(INFRASTRUCTURE_EXIT)
 
@@ -320,8 +320,9 @@ class GradingRun:
             timings = {**grade.timings, "scoring_s": round(time.perf_counter() - scoring_started, 6)}
             grade = grade.model_copy(update={"timings": timings})
         except Exception as error:  # a scoring fault: still an explicit, numeric infrastructure error
-            decision = decide(NO_RESULTS, Expected({}), f"scoring failed: {type(error).__name__}: {error}")
-            grade = grade_file.build(decision, NO_RESULTS, self.inputs(), time.time() - self.started)
+            grade = grade_file.infrastructure_grade(f"scoring failed: {type(error).__name__}: {error}",
+                                                    self.inputs(), time.time() - self.started)
+            decision = decide(NO_RESULTS, Expected({}), grade.infrastructure_error)
         write_reward, exit_code = OUTCOMES[decision.status]
         outputs.write_json(self.out / outputs.GRADE_FILE, grade.to_json())
         if write_reward:

@@ -18,12 +18,13 @@ from dataclasses import dataclass, field
 from usd_repair_verifier.profiles.result_record import KINDS, CheckResult, GateResult
 
 from .json_report import NO_RESULTS, TestRecord, TestResults
+from usd_repair_verifier.profiles.errors import ExitCode
 
 __all__ = ["NO_RESULTS", "TestRecord", "TestResults"]  # the records decide() reads
 
 REWARD_CAP = 0.99
 WEIGHT_F = WEIGHT_S = 0.5   # R = WEIGHT_F F + WEIGHT_S S
-INFRASTRUCTURE_EXIT = 3
+INFRASTRUCTURE_EXIT = ExitCode.INFRASTRUCTURE_ERROR
 
 
 class Status(str, enum.Enum):
@@ -38,14 +39,14 @@ class Status(str, enum.Enum):
 
 # What each outcome does with the outputs: write reward.json? which exit code (None: pytest's own)?
 OUTCOMES = {
-    Status.GRADED: (True, 0),
-    Status.INVALID: (True, 0),
-    Status.PRESERVATION_FAILED: (True, 0),
+    Status.GRADED: (True, ExitCode.DONE),
+    Status.INVALID: (True, ExitCode.DONE),
+    Status.PRESERVATION_FAILED: (True, ExitCode.DONE),
     Status.PARTIAL: (False, None),
     Status.INFRASTRUCTURE_ERROR: (True, INFRASTRUCTURE_EXIT),
     # The grade itself worked: the agent's conduct zeroed it.
-    Status.CLOSED_BOOK_VIOLATION: (True, 0),
-    Status.CLOSED_BOOK_UNVERIFIED: (True, 0),
+    Status.CLOSED_BOOK_VIOLATION: (True, ExitCode.DONE),
+    Status.CLOSED_BOOK_UNVERIFIED: (True, ExitCode.DONE),
 }
 
 @dataclass(frozen=True)

@@ -15,6 +15,8 @@ workers wrote, so unpickling it is safe.
 """
 from __future__ import annotations
 
+from usd_repair_verifier.profiles.errors import ExitCode
+
 import os
 import pickle
 import tempfile
@@ -23,13 +25,14 @@ from pathlib import Path
 from typing import Any, Callable
 
 from usd_repair_verifier.profiles.case import CaseError
+from usd_repair_verifier.profiles.errors import InfrastructureFault
 
 WORKER_INPUT_KEY = "usdgrade_shared_work"
 POLL_S = 0.01
-WORKER_GAVE_UP_EXIT = 3  # the infrastructure-error exit code
+WORKER_GAVE_UP_EXIT = ExitCode.INFRASTRUCTURE_ERROR
 
 
-class VerifierFault(Exception):
+class VerifierFault(InfrastructureFault):
     """The verifier could not do its work: an infrastructure error, never a score."""
 
 

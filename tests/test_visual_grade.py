@@ -139,17 +139,17 @@ def test_changed_bytes_are_an_error_before_authorization(graded, tmp_path):
     with open(submission / "cabinet.usda", "a") as f:
         f.write("\n# edited after grading\n")
     record = run_visual(CASE, submission, graded, tmp_path / "out", authorize=False, judge_kind="fake", env=NO_ENV)
-    assert record["status"] == "error" and record["score"] is None and "changed" in record["reason"]
+    assert record["status"] == "infrastructure_error" and record["score"] is None and "changed" in record["reason"]
     assert record["digests"]["candidate_now"] != record["digests"]["candidate_recorded"]
 
 
 def test_missing_digest_or_unreadable_grade_is_an_error(graded, tmp_path):
     record = run_visual(CASE, CASE / "reference", _edited(graded, tmp_path, digests={}), tmp_path / "o1",
                         authorize=True, judge_kind="fake", env=NO_ENV)
-    assert record["status"] == "error" and "digest" in record["reason"]
+    assert record["status"] == "infrastructure_error" and "digest" in record["reason"]
     record = run_visual(CASE, CASE / "reference", tmp_path / "nope.json", tmp_path / "o2", authorize=True,
                         judge_kind="fake", env=NO_ENV)
-    assert record["status"] == "error" and record["score"] is None
+    assert record["status"] == "infrastructure_error" and record["score"] is None
 
 
 def test_not_authorized_without_flag_or_env(graded, tmp_path):
@@ -214,7 +214,7 @@ def test_cli_parser_and_exit_codes(graded, input_grade, tmp_path, monkeypatch):
     assert not list((tmp_path / "a" / "renders").glob("*.png"))                         # stale renders gone
     args = parser.parse_args(base + ["--submission", str(CASE / "reference"), "--grade", str(tmp_path / "x.json"),
                                      "--out", str(tmp_path / "c")])
-    assert cli.run(args) == 3 and _read(tmp_path / "c")["status"] == "error"
+    assert cli.run(args) == 3 and _read(tmp_path / "c")["status"] == "infrastructure_error"
     args = parser.parse_args(base + ["--submission", str(CASE / "reference"), "--grade", str(graded),
                                      "--out", str(tmp_path / "d"), "--authorize", "--rubric", str(tmp_path / "x.json")])
     assert cli.run(args) == 3 and "rubric" in _read(tmp_path / "d")["reason"]
@@ -314,7 +314,7 @@ def test_an_error_vote_makes_every_criterion_error_without_skipping_the_others(g
     cache = tmp_path / "cache"
     record = run_visual(CASE, CASE / "reference", graded, tmp_path / "out", judge=_judge(server), authorize=True,
                         votes=3, env=NO_ENV, cache_dir=cache)
-    assert record["status"] == "error" and record["score"] is None and server.calls == 3
+    assert record["status"] == "infrastructure_error" and record["score"] is None and server.calls == 3
     assert "missing_criterion" in record["reason"] and "criteria in error" in record["reason"]
     assert [("error" in v) for v in record["votes"]] == [False, True, False]
     assert record["votes"][1]["error"]["kind"] == "missing_criterion"
@@ -342,7 +342,7 @@ def test_server_errors_past_the_retries_make_the_grade_an_error(graded, tmp_path
     server = Server(failing)
     record = run_visual(CASE, CASE / "reference", graded, tmp_path / "out", judge=_judge(server), authorize=True,
                         env=NO_ENV)
-    assert record["status"] == "error" and record["score"] is None and "http_500" in record["reason"]
+    assert record["status"] == "infrastructure_error" and record["score"] is None and "http_500" in record["reason"]
     assert server.calls == 2
     assert _read(tmp_path / "out")["verdicts"]["silhouette"]["verdict"] == "error"
 
@@ -355,7 +355,7 @@ def test_no_key_writes_an_error_record_and_exits_3(graded, tmp_path, monkeypatch
     code = cli.main(["visual", "--case", str(CASE), "--submission", str(CASE / "reference"), "--grade", str(graded),
                      "--out", str(out), "--authorize"])
     record = _read(out)
-    assert code == 3 and record["status"] == "error" and "no_credentials" in record["reason"]
+    assert code == 3 and record["status"] == "infrastructure_error" and "no_credentials" in record["reason"]
     assert record["judge"]["model_requested"] == "claude-opus-5-5" and record["score"] is None
 
 
@@ -371,18 +371,18 @@ def test_no_key_through_the_usdgrade_command_exits_3_without_a_traceback(graded,
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 3, (proc.stdout, proc.stderr)
     assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout
-    assert "visual error" in proc.stdout and "no_credentials" in proc.stdout
+    assert "visual infrastructure_error" in proc.stdout and "no_credentials" in proc.stdout
     record = _read(out)
-    assert record["status"] == "error" and "no_credentials" in record["reason"] and record["score"] is None
+    assert record["status"] == "infrastructure_error" and "no_credentials" in record["reason"] and record["score"] is None
 
 
 @pytest.mark.parametrize("verdict,mapping,status,score", [
     ("pass", None, "graded", 1.0),
     ("fail", None, "graded", 0.0),
     ("unclear", None, "graded", 0.0),
-    ("error", None, "error", None),
+    ("error", None, "infrastructure_error", None),
     ("pass", {"placement": "fail"}, "graded", 1 - 3 / 17),
-    ("pass", {"placement": "error"}, "error", None),
+    ("pass", {"placement": "error"}, "infrastructure_error", None),
 ])
 def test_cli_dry_runs(graded, tmp_path, verdict, mapping, status, score):
     argv = ["visual", "--case", str(CASE), "--submission", str(CASE / "reference"), "--grade", str(graded),
@@ -393,7 +393,7 @@ def test_cli_dry_runs(graded, tmp_path, verdict, mapping, status, score):
     code = cli.main(argv)
     record = _read(tmp_path / "out")
     assert record["dry_run"] is True and record["judge"]["kind"] == "fake"
-    assert record["status"] == status and code == (3 if status == "error" else 0)
+    assert record["status"] == status and code == (3 if status == "infrastructure_error" else 0)
     assert record["score"] == (None if score is None else pytest.approx(score))
 
 
@@ -420,7 +420,7 @@ def test_bytes_changed_while_rendering_are_an_error(graded, tmp_path, monkeypatc
 
     monkeypatch.setattr(render, "render_pair", render_then_edit)
     record = run_visual(CASE, submission, graded, tmp_path / "out", authorize=True, judge_kind="fake", env=NO_ENV)
-    assert record["status"] == "error" and "while it was rendered" in record["reason"]
+    assert record["status"] == "infrastructure_error" and "while it was rendered" in record["reason"]
     assert record["digests"]["candidate_after_render"] != record["digests"]["candidate_recorded"]
 
 
@@ -430,5 +430,5 @@ def test_a_verifier_fault_still_writes_visual_json(graded, tmp_path, monkeypatch
     monkeypatch.setattr(grade, "_authorized", lambda *args: 1 / 0)
     record = run_visual(CASE, CASE / "reference", graded, tmp_path / "out", authorize=True, judge_kind="fake",
                         env=NO_ENV)
-    assert record["status"] == "error" and "verifier fault: ZeroDivisionError" in record["reason"]
-    assert _read(tmp_path / "out")["status"] == "error"
+    assert record["status"] == "infrastructure_error" and "verifier fault: ZeroDivisionError" in record["reason"]
+    assert _read(tmp_path / "out")["status"] == "infrastructure_error"

@@ -67,6 +67,16 @@ def _section(path: str, parser: argparse.ArgumentParser, summary: str, level: in
     return lines
 
 
+def _exit_code_section() -> list[str]:
+    """The exit-code table, from profiles/errors.py's ExitCode: every command and the sealed
+    session exit with one of these."""
+    from usd_repair_verifier.profiles.errors import exit_code_rows
+
+    rows = [f"| {code} | `{name}` | {_cell(meaning)} |" for code, name, meaning in exit_code_rows()]
+    return ["## Exit codes", "", "Every command exits with one of these (`ExitCode` in profiles/errors.py).", "",
+            "| code | name | meaning |", "| --- | --- | --- |", *rows, ""]
+
+
 def render() -> str:
     from usd_repair_verifier.commands.cli import build_parser
 
@@ -76,6 +86,7 @@ def render() -> str:
              "`tests/test_cli_reference.py` checks it is current).", "",
              "```", parser.description.strip(), "```", ""]
     lines += ["| argument | what it does |", "| --- | --- |", *_option_rows(parser), ""]
+    lines += _exit_code_section()
     for name, sub, help_text in _subparsers(parser):
         lines += _section(f"usdgrade {name}", sub, help_text, 2)
     return "\n".join(lines).rstrip() + "\n"

@@ -5,8 +5,8 @@ import argparse
 import sys
 from pathlib import Path
 
-EXIT_OK = 0
-EXIT_ERROR = 3
+from usd_repair_verifier.profiles.errors import ExitCode
+
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -50,7 +50,7 @@ def run(args) -> int:
     missing = missing_path([("--case", args.case, "folder"), ("--submission", args.submission, "folder")])
     if missing:
         print(f"usdgrade visual: {missing}", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
     try:
         record = run_visual(
             Path(args.case), Path(args.submission), Path(args.grade), Path(args.out),
@@ -60,12 +60,12 @@ def run(args) -> int:
             fake_mapping=Path(args.fake_mapping) if args.fake_mapping else None)
     except (ValueError, OSError) as error:  # OUT inside an input, or OUT cannot be made: nowhere to write
         print(f"usdgrade visual: {error}", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
     score = "-" if record["score"] is None else f"{record['score']:.4f}"
     dry = "   DRY RUN (fake judge)" if record.get("dry_run") else ""
     print(f"visual {record['status']}   score {score}{dry}" + (f"   ({record['reason']})" if record["reason"] else ""))
     print(f"wrote {Path(args.out) / VISUAL_FILE}")
-    return EXIT_ERROR if record["status"] == "error" else EXIT_OK
+    return ExitCode.INFRASTRUCTURE_ERROR if record["status"] == "infrastructure_error" else ExitCode.DONE
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -97,7 +97,7 @@ def run_visual(case: Path, submission: Path, grade_path: Path, out: Path, *, aut
                       votes=int(votes), rubric_path=rubric_path, cache_dir=cache_dir, env=env,
                       fake_verdict=fake_verdict, fake_mapping=fake_mapping)
     except Exception as error:  # a verifier fault: an explicit error record, never a traceback without one
-        return run.finish("error", f"verifier fault: {type(error).__name__}: {error}")
+        return run.finish("infrastructure_error", f"verifier fault: {type(error).__name__}: {error}")
 
 
 class _Run:
@@ -133,7 +133,7 @@ def _check_inputs(run: _Run, case: Path, submission: Path, grade_path: Path):
         if not isinstance(grade, dict):
             raise ValueError("not a JSON object")
     except (OSError, ValueError) as error:
-        return None, run.finish("error", f"cannot read the objective grade {grade_path}: {error}")
+        return None, run.finish("infrastructure_error", f"cannot read the objective grade {grade_path}: {error}")
     record["objective"] = {k: grade.get(k) for k in
                            ("status", "submission_valid", "preservation_pass", "objective_success", "authored_usd")}
     ok, why = eligibility(grade)
@@ -141,26 +141,26 @@ def _check_inputs(run: _Run, case: Path, submission: Path, grade_path: Path):
         return None, run.finish("not_eligible", why)
     recorded = ((grade.get("digests") or {}).get("candidate") or {}).get("digest")
     if not recorded:
-        return None, run.finish("error", "grade.json records no candidate digest")
+        return None, run.finish("infrastructure_error", "grade.json records no candidate digest")
     try:
         current = tree_digest(submission)
     except OSError as error:
-        return None, run.finish("error", f"cannot hash the submission: {error}")
+        return None, run.finish("infrastructure_error", f"cannot hash the submission: {error}")
     record["digests"] = {"candidate_recorded": recorded, "candidate_now": current}
     if current != recorded:
-        return None, run.finish("error", f"the submission changed since it was graded: digest {current} != "
+        return None, run.finish("infrastructure_error", f"the submission changed since it was graded: digest {current} != "
                                          f"recorded {recorded}")
     try:
         from usd_repair_verifier.profiles.case import load_case
 
         loaded = load_case(case, verify_digests=True)
     except Exception as error:  # CaseError, DigestMismatch, a malformed profile
-        return None, run.finish("error", f"case unusable: {type(error).__name__}: {error}")
+        return None, run.finish("infrastructure_error", f"case unusable: {type(error).__name__}: {error}")
     reference_digest = loaded.profile.reference.digest
     record["digests"]["reference"] = reference_digest
     graded_reference = (grade.get("digests") or {}).get("reference")
     if graded_reference != reference_digest:
-        return None, run.finish("error", f"grade.json was made against another reference ({graded_reference}), "
+        return None, run.finish("infrastructure_error", f"grade.json was made against another reference ({graded_reference}), "
                                          f"not this case's ({reference_digest})")
     return loaded, None
 
@@ -175,15 +175,15 @@ def _render(run: _Run, loaded, submission: Path):
             rendered = render.render_pair(loaded.paths.reference, submission, run.out / RENDER_DIR,
                                           variant_selections=loaded.profile.variant_selections)
     except Exception as error:  # RenderError, a USD failure: no score from a broken render
-        return None, run.finish("error", f"render failed: {type(error).__name__}: {error}")
+        return None, run.finish("infrastructure_error", f"render failed: {type(error).__name__}: {error}")
     record["timings"]["render_s"] = round(time.monotonic() - t0, 3)
     try:
         after = tree_digest(submission)
     except OSError as error:
-        return None, run.finish("error", f"cannot hash the submission after rendering: {error}")
+        return None, run.finish("infrastructure_error", f"cannot hash the submission after rendering: {error}")
     record["digests"]["candidate_after_render"] = after
     if after != record["digests"]["candidate_recorded"]:
-        return None, run.finish("error", f"the submission changed while it was rendered: digest {after} != "
+        return None, run.finish("infrastructure_error", f"the submission changed while it was rendered: digest {after} != "
                                          f"recorded {record['digests']['candidate_recorded']}")
     roles = [r for r in render.ROLES if r in rendered]
     images = [judges.Image(role, view, rendered[role][view]["png"], rendered[role][view]["digest"])
@@ -206,16 +206,16 @@ def _make_judge(run: _Run, judge_kind, judge_model, votes, env, fake_verdict, fa
                 fake_mapping = judges.load_fake_mapping(fake_mapping)
             return judges.FakeJudge(rule=fake_verdict, mapping=fake_mapping), None
         except ValueError as error:
-            return None, run.finish("error", f"fake judge: {error}")
+            return None, run.finish("infrastructure_error", f"fake judge: {error}")
     if judge_kind != "anthropic":
-        return None, run.finish("error", f"unknown judge {judge_kind!r}")
+        return None, run.finish("infrastructure_error", f"unknown judge {judge_kind!r}")
     model = judges.resolve_model(judge_model, env)
     try:
         return judges.AnthropicJudge(model, env=env), None
     except Exception as error:  # JudgeError (no key, SDK missing), an SDK fault
         kind = getattr(error, "kind", type(error).__name__)
         run.record["judge"] = {"kind": judge_kind, "model_requested": model, "votes_requested": votes}
-        return None, run.finish("error", f"cannot start the anthropic judge: {kind}: {getattr(error, 'message', error)}")
+        return None, run.finish("infrastructure_error", f"cannot start the anthropic judge: {kind}: {getattr(error, 'message', error)}")
 
 
 def _grade(run: _Run, *, authorize, judge, judge_kind, judge_model, votes, rubric_path, cache_dir, env,
@@ -234,12 +234,12 @@ def _grade(run: _Run, *, authorize, judge, judge_kind, judge_model, votes, rubri
     try:
         rubric = rubrics.load(rubric_path)
     except rubrics.RubricError as error:
-        return run.finish("error", str(error))
+        return run.finish("infrastructure_error", str(error))
     rubric_digest = rubrics.digest(rubric)
     record["rubric"] = {"source": str(rubric_path) if rubric_path else "default", "digest": rubric_digest,
                         "content": rubric}
     if votes < 1:
-        return run.finish("error", f"--judge-votes must be at least 1, not {votes}")
+        return run.finish("infrastructure_error", f"--judge-votes must be at least 1, not {votes}")
     if judge is None:
         judge, finished = _make_judge(run, judge_kind, judge_model, votes, env, fake_verdict, fake_mapping)
         if finished:
@@ -310,7 +310,7 @@ def _judge_and_score(run: _Run, judge, rubric: dict, images: list, votes: int, c
     in_error = [cid for cid, v in final.items() if v["verdict"] == "error"]
     if in_error:
         failed = sorted({f"{v['error']['kind']}" for v in record["votes"] if "error" in v})
-        return run.finish("error", f"{len(in_error)} criteria in error: {', '.join(in_error)} "
+        return run.finish("infrastructure_error", f"{len(in_error)} criteria in error: {', '.join(in_error)} "
                                    f"({outcomes.count(None)} of {votes} vote(s) failed: {', '.join(failed)})")
     write_json(cache_file, {"key": cache_file.stem, "judge": record["judge"], "votes": record["votes"],
                             "verdicts": record["verdicts"], "usage": record["usage"], "score": score})

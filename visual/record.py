@@ -131,7 +131,7 @@ class VisualRecord(_Strict):
     """OUT/visual.json, written by `usdgrade visual`: a separate grade, never combined with the reward."""
 
     record_version: Literal["2"]
-    status: Literal["graded", "not_eligible", "not_authorized", "error"]
+    status: Literal["graded", "not_eligible", "not_authorized", "infrastructure_error"]
     reason: str | None = Field(description="why not graded; null when graded")
     score: float | None = Field(ge=0, le=1, description="the rubric score when graded; null otherwise")
     rubric_score: float | None = Field(ge=0, le=1, description="the raw rubric score whenever the judge answered, "
