@@ -1,8 +1,9 @@
 """From the graders' files to table columns: grade.json, visual.json, physical.json.
 
-Tolerant by design: an unknown field is kept in the stored JSON and ignored here, a field of the
-wrong type becomes null (never a crash, never a guess). Only the key of a grade (its
-``scoring_version`` and ``verifier_version``) is required.
+Tolerant by design: a benchmark's history holds files written by other verifier versions, so they
+are not loaded as this version's `Grade` (which would refuse them): an unknown field is kept in the
+stored JSON and ignored here, a field of the wrong type becomes null (never a crash, never a
+guess). Only the key of a grade (its ``scoring_version`` and ``verifier_version``) is required.
 """
 from __future__ import annotations
 

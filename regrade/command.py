@@ -20,7 +20,6 @@ largest movers).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -210,10 +209,14 @@ class Outcome:
 
     @classmethod
     def of(cls, stored: Stored, result: ItemResult) -> "Outcome":
-        grade = json.loads(result.grade_text) if result.grade_text else {}
-        reward = grade.get("authored_usd")
-        return cls(stored.key, grade.get("status", "no grade"), stored.previous_reward,
-                   reward if isinstance(reward, (int, float)) else None, result.worker, result.peak_rss_mb, result.node,
+        from usd_repair_verifier.scoring import grade_file
+
+        try:   # the grade this verifier just wrote, read back as its own type
+            grade = grade_file.read(result.grade_text) if result.grade_text else None
+        except ValueError:   # pydantic's ValidationError: not a grade this version writes
+            grade = None
+        return cls(stored.key, grade.status.value if grade else "no grade", stored.previous_reward,
+                   grade.authored_usd if grade else None, result.worker, result.peak_rss_mb, result.node,
                    result.attempts)
 
 

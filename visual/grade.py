@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 
 from usd_repair_verifier.profiles.digest import tree_digest
+from usd_repair_verifier.scoring import grade_file
+from usd_repair_verifier.scoring.grade_file import Grade
 from usd_repair_verifier.scoring.outputs import prepare_separate_output, write_json
 from usd_repair_verifier.scoring.progress import progress, working
 
@@ -44,15 +46,15 @@ def _authorized(flag: bool, env, fake_judge: bool = False) -> dict:
     return {"authorized": False, "source": None}
 
 
-def eligibility(grade: dict) -> tuple[bool, str | None]:
+def eligibility(grade: Grade) -> tuple[bool, str | None]:
     """Objective grade gates, in order: graded, valid, preservation, full objective success."""
-    if grade.get("status") != "graded":
-        return False, f"objective grade status is {grade.get('status')!r}, not 'graded'"
-    if grade.get("submission_valid") is not True:
+    if grade.status != "graded":
+        return False, f"objective grade status is {grade.status.value!r}, not 'graded'"
+    if grade.submission_valid is not True:
         return False, "the submission is not valid"
-    if grade.get("preservation_pass") is not True:
+    if grade.preservation_pass is not True:
         return False, "preservation did not pass"
-    if grade.get("objective_success") is not True:
+    if grade.objective_success is not True:
         return False, "no full objective success"
     return True, None
 
@@ -128,18 +130,17 @@ def _check_inputs(run: _Run, case: Path, submission: Path, grade_path: Path):
     """Steps 0-2: the objective grade, eligibility, the graded bytes, the case. Returns (loaded case,
     None) or (None, finished record)."""
     record = run.record
-    try:
-        grade = json.loads(Path(grade_path).read_text(encoding="utf-8"))
-        if not isinstance(grade, dict):
-            raise ValueError("not a JSON object")
-    except (OSError, ValueError) as error:
-        return None, run.finish("infrastructure_error", f"cannot read the objective grade {grade_path}: {error}")
-    record["objective"] = {k: grade.get(k) for k in
-                           ("status", "submission_valid", "preservation_pass", "objective_success", "authored_usd")}
+    try:   # the authored-USD grade this verifier wrote, read back as its own type
+        grade = grade_file.read(Path(grade_path).read_bytes())
+    except (OSError, ValueError) as error:    # pydantic's ValidationError is a ValueError
+        first = str(error).splitlines()[0] if str(error) else type(error).__name__
+        return None, run.finish("infrastructure_error", f"cannot read the objective grade {grade_path}: {first}")
+    record["objective"] = grade.model_dump(mode="json", include={
+        "status", "submission_valid", "preservation_pass", "objective_success", "authored_usd"})
     ok, why = eligibility(grade)
     if not ok:
         return None, run.finish("not_eligible", why)
-    recorded = ((grade.get("digests") or {}).get("candidate") or {}).get("digest")
+    recorded = grade.digests.candidate.digest
     if not recorded:
         return None, run.finish("infrastructure_error", "grade.json records no candidate digest")
     try:
@@ -158,7 +159,7 @@ def _check_inputs(run: _Run, case: Path, submission: Path, grade_path: Path):
         return None, run.finish("infrastructure_error", f"case unusable: {type(error).__name__}: {error}")
     reference_digest = loaded.profile.reference.digest
     record["digests"]["reference"] = reference_digest
-    graded_reference = (grade.get("digests") or {}).get("reference")
+    graded_reference = grade.digests.reference
     if graded_reference != reference_digest:
         return None, run.finish("infrastructure_error", f"grade.json was made against another reference ({graded_reference}), "
                                          f"not this case's ({reference_digest})")
