@@ -60,14 +60,3 @@ def run(args) -> int:
         print(f"  failed: {name}")
     print(f"wrote {Path(args.out) / PHYSICAL_FILE}")
     return ExitCode.INFRASTRUCTURE_ERROR if record["status"] == "infrastructure_error" else ExitCode.DONE
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="usdgrade-physical")
-    add_parser(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return args.run(args)
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:] if sys.argv[1:2] == ["physical"] else ["physical", *sys.argv[1:]]))

@@ -14,6 +14,44 @@ import numpy as np
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics, Vt
 
 
+def voxel_mesh(stage, path, cells, size=1.0, offset=(0.0, 0.0, 0.0)):
+    """A closed quad mesh: the boundary of a union of axis-aligned voxels (outward)."""
+    cells = [tuple(c) for c in cells]
+    occupied = set(cells)
+    index, points, counts, indices = {}, [], [], []
+
+    def vid(p):
+        if p not in index:
+            index[p] = len(points)
+            points.append(Gf.Vec3f(*(offset[i] + size * p[i] for i in range(3))))
+        return index[p]
+
+    for c in cells:
+        for a in range(3):
+            b, cc = (a + 1) % 3, (a + 2) % 3
+            for sign in (1, -1):
+                nb = list(c)
+                nb[a] += sign
+                if tuple(nb) in occupied:
+                    continue
+                quad = []
+                for db, dc in ((0, 0), (1, 0), (1, 1), (0, 1)):
+                    p = list(c)
+                    p[a] += 1 if sign > 0 else 0
+                    p[b] += db
+                    p[cc] += dc
+                    quad.append(vid(tuple(p)))
+                if sign < 0:
+                    quad.reverse()
+                counts.append(4)
+                indices.extend(quad)
+    mesh = UsdGeom.Mesh.Define(stage, path)
+    mesh.GetPointsAttr().Set(points)
+    mesh.GetFaceVertexCountsAttr().Set(counts)
+    mesh.GetFaceVertexIndicesAttr().Set(indices)
+    return mesh.GetPrim()
+
+
 def ellipsoid(radii=(0.08, 0.04, 0.02), rings: int = 16, segments: int = 32):
     """A UV ellipsoid (points, triangle faces), outward winding; 16 x 32 gives 960 triangles."""
     pts = [(0.0, 0.0, -radii[2])]

@@ -15,6 +15,8 @@ from usd_repair_verifier.stage_snapshot.surface_fit import Surface, rigid_fit
 from usd_repair_verifier.stage_snapshot.surface_index import SurfaceIndex
 from usd_repair_verifier.stage_snapshot.surface_sampling import canonical_soup, sample_surface
 
+from tests.mesh_assets import voxel_mesh
+
 IDENTITY = Gf.Matrix4d(1.0)
 
 
@@ -33,44 +35,6 @@ def _define(stage, type_name, path, **attrs):
     for name, value in attrs.items():
         prim.GetAttribute(name).Set(value)
     return prim
-
-
-def voxel_mesh(stage, path, cells, size=1.0, offset=(0.0, 0.0, 0.0)):
-    """A closed quad mesh: the boundary of a union of axis-aligned voxels (outward)."""
-    cells = [tuple(c) for c in cells]
-    occupied = set(cells)
-    index, points, counts, indices = {}, [], [], []
-
-    def vid(p):
-        if p not in index:
-            index[p] = len(points)
-            points.append(Gf.Vec3f(*(offset[i] + size * p[i] for i in range(3))))
-        return index[p]
-
-    for c in cells:
-        for a in range(3):
-            b, cc = (a + 1) % 3, (a + 2) % 3
-            for sign in (1, -1):
-                nb = list(c)
-                nb[a] += sign
-                if tuple(nb) in occupied:
-                    continue
-                quad = []
-                for db, dc in ((0, 0), (1, 0), (1, 1), (0, 1)):
-                    p = list(c)
-                    p[a] += 1 if sign > 0 else 0
-                    p[b] += db
-                    p[cc] += dc
-                    quad.append(vid(tuple(p)))
-                if sign < 0:
-                    quad.reverse()
-                counts.append(4)
-                indices.extend(quad)
-    mesh = UsdGeom.Mesh.Define(stage, path)
-    mesh.GetPointsAttr().Set(points)
-    mesh.GetFaceVertexCountsAttr().Set(counts)
-    mesh.GetFaceVertexIndicesAttr().Set(indices)
-    return mesh.GetPrim()
 
 
 # --------------------------------------------------------------------------- areas

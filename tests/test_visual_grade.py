@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from usd_repair_verifier.visual import cli, judge as judges, rubric as rubrics
+from usd_repair_verifier.commands import cli
+from usd_repair_verifier.visual import cli as visual_cli, judge as judges, rubric as rubrics
 from usd_repair_verifier.visual.grade import AUTHORIZE_ENV, VISUAL_FILE, run_visual
 from usd_repair_verifier.visual.record import VisualRecord
 from tests.grade_in_process import grade_warm
@@ -198,7 +199,7 @@ def test_fake_judge_grade_and_record(graded, tmp_path):
 def test_cli_parser_and_exit_codes(graded, input_grade, tmp_path, monkeypatch):
     monkeypatch.delenv(AUTHORIZE_ENV, raising=False)
     parser = argparse.ArgumentParser()
-    cli.add_parser(parser.add_subparsers(dest="command"))
+    visual_cli.add_parser(parser.add_subparsers(dest="command"))
     base = ["visual", "--case", str(CASE), "--judge", "fake", "--cache-dir", str(tmp_path / "cache")]
     args = parser.parse_args(base + ["--submission", str(CASE / "reference"), "--grade", str(graded),
                                      "--out", str(tmp_path / "a"), "--authorize", "--judge-votes", "3",
@@ -207,17 +208,17 @@ def test_cli_parser_and_exit_codes(graded, input_grade, tmp_path, monkeypatch):
     assert _read(tmp_path / "a")["score"] == 0.0 and _read(tmp_path / "a")["status"] == "graded"
     args = parser.parse_args(base + ["--submission", str(CASE / "input"), "--grade", str(input_grade),
                                      "--out", str(tmp_path / "b")])
-    assert cli.run(args) == 0 and _read(tmp_path / "b")["status"] == "not_eligible"
+    assert visual_cli.run(args) == 0 and _read(tmp_path / "b")["status"] == "not_eligible"
     args = parser.parse_args(base + ["--submission", str(CASE / "input"), "--grade", str(input_grade),
                                      "--out", str(tmp_path / "a")])                      # re-use OUT a
-    assert cli.run(args) == 0 and _read(tmp_path / "a")["status"] == "not_eligible"
+    assert visual_cli.run(args) == 0 and _read(tmp_path / "a")["status"] == "not_eligible"
     assert not list((tmp_path / "a" / "renders").glob("*.png"))                         # stale renders gone
     args = parser.parse_args(base + ["--submission", str(CASE / "reference"), "--grade", str(tmp_path / "x.json"),
                                      "--out", str(tmp_path / "c")])
-    assert cli.run(args) == 3 and _read(tmp_path / "c")["status"] == "infrastructure_error"
+    assert visual_cli.run(args) == 3 and _read(tmp_path / "c")["status"] == "infrastructure_error"
     args = parser.parse_args(base + ["--submission", str(CASE / "reference"), "--grade", str(graded),
                                      "--out", str(tmp_path / "d"), "--authorize", "--rubric", str(tmp_path / "x.json")])
-    assert cli.run(args) == 3 and "rubric" in _read(tmp_path / "d")["reason"]
+    assert visual_cli.run(args) == 3 and "rubric" in _read(tmp_path / "d")["reason"]
 
 
 def test_out_inside_the_submission_is_refused(graded, tmp_path):
