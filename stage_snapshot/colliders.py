@@ -35,7 +35,7 @@ import numpy as np
 from pxr import Gf, Usd, UsdGeom
 
 from .collider_model import ColliderModels, MeshCollider, mesh_approximation, mesh_collider
-from .geometry import TriangleSoup, _affine, _finite_nonneg, _get, axis_permutation
+from .geometry import TriangleSoup, _finite_nonneg, _get, axis_permutation, finite_affine
 from .mesh_math import Hull, as_points
 from .solid_meshes import _HullSolid, _MeshSolid, _SurfaceSolid, _UnionSolid, inside_any
 from .solid_primitives import CONTAINS_EPS, Solid, _Box, _Ellipsoid, _Frustum, _HalfSpace, _RoundCone
@@ -133,12 +133,10 @@ def union_solid(solids, kind="union") -> Solid | None:
 
 def _world_frame(world, meters_per_unit: float):
     """(A, t) in metres, or None for a non-finite or (nearly) singular matrix."""
-    try:
-        A, t = _affine(world, meters_per_unit)
-    except ValueError:
+    frame = finite_affine(world, meters_per_unit)
+    if frame is None:
         return None
-    if not (np.isfinite(A).all() and np.isfinite(t).all()):
-        return None
+    A, t = frame
     if not np.isfinite(np.linalg.cond(A)) or np.linalg.cond(A) > 1e12:
         return None
     return A, t

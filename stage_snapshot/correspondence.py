@@ -117,6 +117,18 @@ def joint_cost(ref: Joint, cand: Joint, match: Correspondence, size: float) -> f
     return body_term + type_term + anchor_term + axis_term + (0.0 if ref.name == cand.name else NAME_TIE_BREAK)
 
 
+def _matched(refs: list, cands: list, cost: np.ndarray, max_cost: float):
+    """The assignment of candidates to reference elements (by path) within max_cost: the mapping
+    (None where unmatched), each pair's cost (inf where unmatched), and the unmatched candidates."""
+    mapping = {r.path: None for r in refs}
+    costs = {r.path: math.inf for r in refs}
+    for r, c in _assign(cost, max_cost):
+        mapping[refs[r].path] = cands[c].path
+        costs[refs[r].path] = float(cost[r, c])
+    matched = set(mapping.values())
+    return mapping, costs, tuple(c.path for c in cands if c.path not in matched)
+
+
 def _assign(cost: np.ndarray, bound: float) -> list[tuple[int, int]]:
     """Minimum-cost one-to-one matching in which "no match" costs `bound` for each side.
 
@@ -178,28 +190,14 @@ def correspond(
     cost = np.array([[body_cost(r, c, size) for c in cand_bodies] for r in ref_bodies]).reshape(
         len(ref_bodies), len(cand_bodies)
     )
-    pairs = _assign(cost, max_body_cost)
-    bodies = {r.path: None for r in ref_bodies}
-    body_costs = {r.path: math.inf for r in ref_bodies}
-    for r, c in pairs:
-        bodies[ref_bodies[r].path] = cand_bodies[c].path
-        body_costs[ref_bodies[r].path] = float(cost[r, c])
-    matched = set(bodies.values())
-    extra_bodies = tuple(b.path for b in cand_bodies if b.path not in matched)
+    bodies, body_costs, extra_bodies = _matched(ref_bodies, cand_bodies, cost, max_body_cost)
 
     partial = Correspondence(bodies, {}, extra_bodies, (), body_costs, {})
     ref_joints, cand_joints = list(reference.joints.values()), list(candidate.joints.values())
     cost = np.array(
         [[joint_cost(r, c, partial, size) for c in cand_joints] for r in ref_joints]
     ).reshape(len(ref_joints), len(cand_joints))
-    pairs = _assign(cost, max_joint_cost)
-    joints = {r.path: None for r in ref_joints}
-    joint_costs = {r.path: math.inf for r in ref_joints}
-    for r, c in pairs:
-        joints[ref_joints[r].path] = cand_joints[c].path
-        joint_costs[ref_joints[r].path] = float(cost[r, c])
-    matched = set(joints.values())
-    extra_joints = tuple(j.path for j in cand_joints if j.path not in matched)
+    joints, joint_costs, extra_joints = _matched(ref_joints, cand_joints, cost, max_joint_cost)
     match = Correspondence(bodies, joints, extra_bodies, extra_joints, body_costs, joint_costs)
     components, extra_components, groups, same = part_groups.match_parts(
         reference, candidate, match.candidate_body,

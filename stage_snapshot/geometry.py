@@ -152,6 +152,17 @@ _AXIS_PERMUTATION = {
 }
 
 
+
+def finite_affine(world, meters_per_unit: float) -> tuple[np.ndarray, np.ndarray] | None:
+    """`_affine`'s (A, t) in metres, or None for a matrix that is not one or not finite."""
+    try:
+        A, t = _affine(world, meters_per_unit)
+    except ValueError:
+        return None
+    if not (np.isfinite(A).all() and np.isfinite(t).all()):
+        return None
+    return A, t
+
 def has_surface(soup: TriangleSoup) -> bool:
     """Finite vertices and a positive, finite area: something a renderer draws and a sampler can sample."""
     area = soup.area
@@ -405,12 +416,10 @@ def prim_triangles(prim: Usd.Prim, world, meters_per_unit: float,
     if local is None:
         return None
     points, faces = local
-    try:
-        A, t = _affine(world, meters_per_unit)
-    except ValueError:
+    frame = finite_affine(world, meters_per_unit)
+    if frame is None:
         return None
-    if not (np.isfinite(A).all() and np.isfinite(t).all()):
-        return None
+    A, t = frame
     verts = points @ A + t
     if np.linalg.det(A) < 0:
         faces = faces[:, [0, 2, 1]]
