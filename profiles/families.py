@@ -24,23 +24,55 @@ profile validation read it before anything is measured.
 """
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
+
 from .errors import Refused
 
-# Target kinds: "joint" and "body" are reference prim paths, "component" a visible gprim's
-# path, "asset" the whole asset ("*").
-TARGET_KINDS = ("joint", "body", "component", "asset")
-# How a knock-on exemption finds its elements from the fault's target: the target itself, the
-# body that owns a visible component, that body only when the component is also one of its
-# colliders, the joints attached to a body.
-RELATIONS = ("same", "owner_body", "collider_owner_body", "attached_joints")
-# Which prims' authoring problems count against a check, beyond the element and the prims above
-# it: the prims a body owns, the transforms above a joint's bodies, or (instead of the element's
-# own) a part's or a body's colliders' bound materials.
-SCOPES = ("element", "body_prims", "joint_bodies", "bound_materials")
+
+class TargetKind(enum.StrEnum):
+    """What a measure or a fault is aimed at: "joint" and "body" are reference prim paths,
+    "component" a visible gprim's path, "asset" the whole asset ("*")."""
+
+    JOINT = "joint"
+    BODY = "body"
+    COMPONENT = "component"
+    ASSET = "asset"
+
+
+class Relation(enum.StrEnum):
+    """How a knock-on exemption finds its elements from the fault's target: the target itself, the
+    body that owns a visible component, that body only when the component is also one of its
+    colliders, the joints attached to a body."""
+
+    SAME = "same"
+    OWNER_BODY = "owner_body"
+    COLLIDER_OWNER_BODY = "collider_owner_body"
+    ATTACHED_JOINTS = "attached_joints"
+
+
+class Scope(enum.StrEnum):
+    """Which prims' authoring problems count against a check, beyond the element and the prims
+    above it: the prims a body owns, the transforms above a joint's bodies, or (instead of the
+    element's own) a part's or a body's colliders' bound materials."""
+
+    ELEMENT = "element"
+    BODY_PRIMS = "body_prims"
+    JOINT_BODIES = "joint_bodies"
+    BOUND_MATERIALS = "bound_materials"
+
+
+TARGET_KINDS = tuple(TargetKind)
+RELATIONS = tuple(Relation)
+SCOPES = tuple(Scope)
 # Attributes that feed no check: the physics_scene preservation gate reads them.
 UNCHECKED_ATTRIBUTES = ("physics:gravityDirection", "physics:gravityMagnitude")
 ALL = ()   # in a KnockOn: every measure of the family
+
+
+class FamilyTableError(Exception):
+    """The family table contradicts itself: raised at import, naming the entry (never an
+    `assert`, which `python -O` removes)."""
 
 
 class InjectionError(Refused):
@@ -48,20 +80,20 @@ class InjectionError(Refused):
     injector the table names raises, wherever its module lives."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class KnockOn:
     """What a fault graded by a measure also changes: `measures` of `family` (ALL: every one) on the
     elements `relation` finds from the fault's target. Exempt from preservation, never from grading."""
 
-    relation: str
+    relation: Relation
     family: str
     measures: tuple[str, ...] = ALL
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Measure:
     name: str
-    target_kind: str
+    target_kind: TargetKind
     objective_gate: str | None = None    # must pass on every target for the reward to lift the cap
     preservation_gate: str | None = None  # must still pass on every target no fault exempts
     tolerances: tuple[str, ...] = ()      # the tolerances it reads
@@ -72,16 +104,16 @@ class Measure:
     measures_layout: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FaultKind:
     name: str
-    target: str                          # a target kind
+    target: TargetKind
     checks: tuple[tuple[str, str], ...]  # (family, measure) pairs graded on the fault's target
     summary: str
     injector: str = ""                   # "module:function", the module by its full name
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Family:
     name: str
     module: str                          # its module in checks/
@@ -91,7 +123,7 @@ class Family:
     # Authored attributes that feed it: exact names, or prefixes ending in "*" ("*" alone: any
     # attribute no more specific pattern claims: points, sizes, transforms, visibility).
     reads: tuple[str, ...] = ()
-    scope: str = "element"               # one of SCOPES
+    scope: Scope = Scope.ELEMENT
 
 
 SHAPE = "*"   # geometry and transforms: everything that places or shapes a prim
@@ -106,7 +138,7 @@ BODY_ATTRIBUTES = ("physics:rigidBodyEnabled", "physics:kinematicEnabled", "phys
                    "physics:angularVelocity")
 # Any fault on a body (its state, mass, collision or physics material) moves its mass properties,
 # which come from all of them.
-MOVES_MASS = KnockOn("same", "mass")
+MOVES_MASS = KnockOn(relation=Relation.SAME, family="mass")
 TRAVEL = ("limit_angle_deg", "limit_linear_m")
 
 
@@ -114,162 +146,164 @@ def _inject(module: str, function: str) -> str:
     return f"usd_repair_verifier.authoring.inject.{module}:{function}"
 
 
-def _joint(name: str, tolerances: tuple[str, ...] = (), knock_on: tuple[KnockOn, ...] = ()) -> Measure:
-    return Measure(name, "joint", "all_joints", "healthy_joints", tolerances, knock_on)
+def _joint(*, name: str, tolerances: tuple[str, ...] = (), knock_on: tuple[KnockOn, ...] = ()) -> Measure:
+    """A joint measure: required on every joint, kept on every healthy one."""
+    return Measure(name=name, target_kind=TargetKind.JOINT, objective_gate="all_joints",
+                   preservation_gate="healthy_joints", tolerances=tolerances, knock_on=knock_on)
 
 
 FAMILIES: tuple[Family, ...] = (
     Family(
-        "joint", "joints",
-        (_joint("existence", knock_on=(KnockOn("same", "joint", ("graph", "frame", "range", "state", "redundant")),)),
-         _joint("graph", knock_on=(KnockOn("same", "joint", ("frame", "range", "state")),)),
-         _joint("frame", ("joint_position_m", "joint_angle_deg")),
-         _joint("range", TRAVEL),
-         _joint("state", ("drive_relative", *TRAVEL)),
+        name="joint", module="joints",
+        measures=(_joint(name="existence", knock_on=(KnockOn(relation=Relation.SAME, family="joint", measures=("graph", "frame", "range", "state", "redundant")),)),
+         _joint(name="graph", knock_on=(KnockOn(relation=Relation.SAME, family="joint", measures=("frame", "range", "state")),)),
+         _joint(name="frame", tolerances=("joint_position_m", "joint_angle_deg")),
+         _joint(name="range", tolerances=TRAVEL),
+         _joint(name="state", tolerances=("drive_relative", *TRAVEL)),
          # An extra joint is not a property of one reference joint: the joint_count gate bounds it.
-         Measure("redundant", "joint")),
-        {"joint_position_m": 1e-3, "joint_angle_deg": 0.5, "limit_angle_deg": 0.5, "limit_linear_m": 1e-3,
+         Measure(name="redundant", target_kind=TargetKind.JOINT)),
+        tolerances={"joint_position_m": 1e-3, "joint_angle_deg": 0.5, "limit_angle_deg": 0.5, "limit_linear_m": 1e-3,
          "drive_relative": 0.01},
-        (FaultKind("joint_frame", "joint", (("joint", "frame"),),
-                   "a joint frame moved or rotated on one side", _inject("joint", "joint_frame")),
-         FaultKind("joint_limits", "joint", (("joint", "range"),),
-                   "joint limits inverted or changed", _inject("joint", "joint_limits")),
-         FaultKind("joint_limit_units", "joint", (("joint", "range"),),
-                   "revolute limits authored in radians instead of degrees", _inject("joint", "joint_limit_units")),
-         FaultKind("joint_graph", "joint", (("joint", "graph"),),
-                   "a joint attached to the wrong body", _inject("joint", "joint_graph")),
-         FaultKind("joint_type", "joint", (("joint", "graph"),),
-                   "a joint's type changed", _inject("joint", "joint_type")),
-         FaultKind("joint_state", "joint", (("joint", "state"),),
-                   "a joint disabled, or its collision or articulation flags flipped", _inject("joint", "joint_state")),
-         FaultKind("joint_drive", "joint", (("joint", "state"),),
-                   "a joint drive removed or its gains changed", _inject("joint", "joint_drive")),
-         FaultKind("joint_missing", "joint", (("joint", "existence"), ("joint", "frame")),
-                   "a joint deleted", _inject("joint", "joint_missing")),
-         FaultKind("redundant_constraint", "joint", (("joint", "redundant"),),
-                   "an extra joint between two bodies the reference already joins",
-                   _inject("joint", "redundant_constraint"))),
-        reads=(*JOINT_ATTRIBUTES, SHAPE), scope="joint_bodies",
+        fault_kinds=(FaultKind(name="joint_frame", target=TargetKind.JOINT, checks=(("joint", "frame"),),
+                   summary="a joint frame moved or rotated on one side", injector=_inject("joint", "joint_frame")),
+         FaultKind(name="joint_limits", target=TargetKind.JOINT, checks=(("joint", "range"),),
+                   summary="joint limits inverted or changed", injector=_inject("joint", "joint_limits")),
+         FaultKind(name="joint_limit_units", target=TargetKind.JOINT, checks=(("joint", "range"),),
+                   summary="revolute limits authored in radians instead of degrees", injector=_inject("joint", "joint_limit_units")),
+         FaultKind(name="joint_graph", target=TargetKind.JOINT, checks=(("joint", "graph"),),
+                   summary="a joint attached to the wrong body", injector=_inject("joint", "joint_graph")),
+         FaultKind(name="joint_type", target=TargetKind.JOINT, checks=(("joint", "graph"),),
+                   summary="a joint's type changed", injector=_inject("joint", "joint_type")),
+         FaultKind(name="joint_state", target=TargetKind.JOINT, checks=(("joint", "state"),),
+                   summary="a joint disabled, or its collision or articulation flags flipped", injector=_inject("joint", "joint_state")),
+         FaultKind(name="joint_drive", target=TargetKind.JOINT, checks=(("joint", "state"),),
+                   summary="a joint drive removed or its gains changed", injector=_inject("joint", "joint_drive")),
+         FaultKind(name="joint_missing", target=TargetKind.JOINT, checks=(("joint", "existence"), ("joint", "frame")),
+                   summary="a joint deleted", injector=_inject("joint", "joint_missing")),
+         FaultKind(name="redundant_constraint", target=TargetKind.JOINT, checks=(("joint", "redundant"),),
+                   summary="an extra joint between two bodies the reference already joins",
+                   injector=_inject("joint", "redundant_constraint"))),
+        reads=(*JOINT_ATTRIBUTES, SHAPE), scope=Scope.JOINT_BODIES,
     ),
     Family(
-        "articulation", "articulation",
-        (Measure("roots", "asset", "articulation_preserved"),),
-        {},
-        (FaultKind("articulation_root", "asset", (("articulation", "roots"),),
-                   "the articulation root removed, moved to an invalid prim or duplicated",
-                   _inject("body", "articulation_root")),),
+        name="articulation", module="articulation",
+        measures=(Measure(name="roots", target_kind=TargetKind.ASSET, objective_gate="articulation_preserved"),),
+        tolerances={},
+        fault_kinds=(FaultKind(name="articulation_root", target=TargetKind.ASSET, checks=(("articulation", "roots"),),
+                   summary="the articulation root removed, moved to an invalid prim or duplicated",
+                   injector=_inject("body", "articulation_root")),),
     ),
     Family(
-        "body", "bodies",
-        (Measure("state", "body", "all_bodies", "healthy_body_properties",
+        name="body", module="bodies",
+        measures=(Measure(name="state", target_kind=TargetKind.BODY, objective_gate="all_bodies", preservation_gate="healthy_body_properties",
                  # A body disabled or made kinematic is no longer a dynamic body for the UsdPhysics
                  # parser, so the joints attached to it resolve differently.
-                 knock_on=(MOVES_MASS, KnockOn("attached_joints", "joint", ("graph", "state")))),
-         Measure("hierarchy", "body", "all_bodies", knock_on=(MOVES_MASS,))),
-        {},
-        (FaultKind("body_state", "body", (("body", "state"),),
-                   "a rigid body disabled or made kinematic", _inject("body", "body_state")),
-         FaultKind("body_hierarchy", "body", (("body", "hierarchy"),),
-                   "a rigid body nested under another body than in the reference", _inject("body", "body_hierarchy"))),
-        reads=BODY_ATTRIBUTES, scope="body_prims",
+                 knock_on=(MOVES_MASS, KnockOn(relation=Relation.ATTACHED_JOINTS, family="joint", measures=("graph", "state")))),
+         Measure(name="hierarchy", target_kind=TargetKind.BODY, objective_gate="all_bodies", knock_on=(MOVES_MASS,))),
+        tolerances={},
+        fault_kinds=(FaultKind(name="body_state", target=TargetKind.BODY, checks=(("body", "state"),),
+                   summary="a rigid body disabled or made kinematic", injector=_inject("body", "body_state")),
+         FaultKind(name="body_hierarchy", target=TargetKind.BODY, checks=(("body", "hierarchy"),),
+                   summary="a rigid body nested under another body than in the reference", injector=_inject("body", "body_hierarchy"))),
+        reads=BODY_ATTRIBUTES, scope=Scope.BODY_PRIMS,
     ),
     Family(
-        "geometry", "geometry",
+        name="geometry", module="geometry",
         # A visible part moved or reshaped also moves its body's collision coverage (the share of
         # the visible surface inside the colliders), and its free space and mass when the part is
         # also a collider (or its body's mass comes from its geometry). Free space is the
         # colliders' alone: a healthy collider beside a targeted visible part keeps its own.
-        (Measure("placement", "component", "all_bodies", None,
-                 ("geometry_position_m", "geometry_angle_deg"), knock_on=(
-                     KnockOn("owner_body", "collision", ("coverage",)),
-                     KnockOn("collider_owner_body", "collision", ("free_space",)),
-                     KnockOn("owner_body", "mass"), KnockOn("owner_body", "material", ("physics",)))),
+        measures=(Measure(name="placement", target_kind=TargetKind.COMPONENT, objective_gate="all_bodies", preservation_gate=None,
+                 tolerances=("geometry_position_m", "geometry_angle_deg"), knock_on=(
+                     KnockOn(relation=Relation.OWNER_BODY, family="collision", measures=("coverage",)),
+                     KnockOn(relation=Relation.COLLIDER_OWNER_BODY, family="collision", measures=("free_space",)),
+                     KnockOn(relation=Relation.OWNER_BODY, family="mass"), KnockOn(relation=Relation.OWNER_BODY, family="material", measures=("physics",)))),
          # A part scaled about its origin also moves its centroid.
-         Measure("shape", "component", "all_bodies", "retained_visible_components",
-                 ("geometry_shape_m", "geometry_area_relative"), knock_on=(
-                     KnockOn("same", "geometry", ("placement",)),
-                     KnockOn("owner_body", "collision", ("coverage",)),
-                     KnockOn("collider_owner_body", "collision", ("free_space",)),
-                     KnockOn("owner_body", "mass"), KnockOn("owner_body", "material", ("physics",))))),
-        {"geometry_position_m": 1e-3, "geometry_angle_deg": 0.5, "geometry_shape_m": 1e-3,
+         Measure(name="shape", target_kind=TargetKind.COMPONENT, objective_gate="all_bodies", preservation_gate="retained_visible_components",
+                 tolerances=("geometry_shape_m", "geometry_area_relative"), knock_on=(
+                     KnockOn(relation=Relation.SAME, family="geometry", measures=("placement",)),
+                     KnockOn(relation=Relation.OWNER_BODY, family="collision", measures=("coverage",)),
+                     KnockOn(relation=Relation.COLLIDER_OWNER_BODY, family="collision", measures=("free_space",)),
+                     KnockOn(relation=Relation.OWNER_BODY, family="mass"), KnockOn(relation=Relation.OWNER_BODY, family="material", measures=("physics",))))),
+        tolerances={"geometry_position_m": 1e-3, "geometry_angle_deg": 0.5, "geometry_shape_m": 1e-3,
          "geometry_area_relative": 0.01},
-        (FaultKind("component_moved", "component", (("geometry", "placement"),),
-                   "a visible part translated or rotated", _inject("geometry", "component_moved")),
-         FaultKind("component_reshaped", "component", (("geometry", "shape"),),
-                   "a visible part scaled or its points corrupted", _inject("geometry", "component_reshaped"))),
+        fault_kinds=(FaultKind(name="component_moved", target=TargetKind.COMPONENT, checks=(("geometry", "placement"),),
+                   summary="a visible part translated or rotated", injector=_inject("geometry", "component_moved")),
+         FaultKind(name="component_reshaped", target=TargetKind.COMPONENT, checks=(("geometry", "shape"),),
+                   summary="a visible part scaled or its points corrupted", injector=_inject("geometry", "component_reshaped"))),
         reads=(SHAPE,),
     ),
     Family(
-        "collision", "collision",
+        name="collision", module="collision",
         # A removed collider has no physics material left to compare.
-        (Measure("coverage", "body", "all_bodies", "collision_support", ("collision_margin_m", "collision_coverage"),
-                 knock_on=(MOVES_MASS, KnockOn("same", "material", ("physics",)))),
-         Measure("free_space", "body", "all_bodies", "collision_support", ("collision_free_space", "collision_margin_m"),
-                 knock_on=(MOVES_MASS, KnockOn("same", "material", ("physics",))))),
-        {"collision_margin_m": 1e-3, "collision_coverage": 0.02, "collision_free_space": 0.05},
-        (FaultKind("collision_removed", "body", (("collision", "coverage"),),
-                   "the body's colliders lose their CollisionAPI", _inject("collision", "collision_removed")),
-         FaultKind("collision_disabled", "body", (("collision", "coverage"),),
-                   "the body's colliders have collisionEnabled = false", _inject("collision", "collision_disabled")),
-         FaultKind("collider_shrunk", "body", (("collision", "coverage"),),
-                   "a collider (not itself visible) scaled down", _inject("collision", "collider_shrunk")),
-         FaultKind("collision_over_approximated", "body", (("collision", "free_space"),),
-                   "a mesh collider's approximation switched to one that fills free space",
-                   _inject("collision", "collision_over_approximated"))),
-        reads=(*COLLIDER_ATTRIBUTES, SHAPE), scope="body_prims",
+        measures=(Measure(name="coverage", target_kind=TargetKind.BODY, objective_gate="all_bodies", preservation_gate="collision_support", tolerances=("collision_margin_m", "collision_coverage"),
+                 knock_on=(MOVES_MASS, KnockOn(relation=Relation.SAME, family="material", measures=("physics",)))),
+         Measure(name="free_space", target_kind=TargetKind.BODY, objective_gate="all_bodies", preservation_gate="collision_support", tolerances=("collision_free_space", "collision_margin_m"),
+                 knock_on=(MOVES_MASS, KnockOn(relation=Relation.SAME, family="material", measures=("physics",))))),
+        tolerances={"collision_margin_m": 1e-3, "collision_coverage": 0.02, "collision_free_space": 0.05},
+        fault_kinds=(FaultKind(name="collision_removed", target=TargetKind.BODY, checks=(("collision", "coverage"),),
+                   summary="the body's colliders lose their CollisionAPI", injector=_inject("collision", "collision_removed")),
+         FaultKind(name="collision_disabled", target=TargetKind.BODY, checks=(("collision", "coverage"),),
+                   summary="the body's colliders have collisionEnabled = false", injector=_inject("collision", "collision_disabled")),
+         FaultKind(name="collider_shrunk", target=TargetKind.BODY, checks=(("collision", "coverage"),),
+                   summary="a collider (not itself visible) scaled down", injector=_inject("collision", "collider_shrunk")),
+         FaultKind(name="collision_over_approximated", target=TargetKind.BODY, checks=(("collision", "free_space"),),
+                   summary="a mesh collider's approximation switched to one that fills free space",
+                   injector=_inject("collision", "collision_over_approximated"))),
+        reads=(*COLLIDER_ATTRIBUTES, SHAPE), scope=Scope.BODY_PRIMS,
     ),
     Family(
-        "mass", "mass",
+        name="mass", module="mass",
         # Unmeasured (so neither gating nor preserved) where the reference establishes nothing.
-        (Measure("mass", "body", "all_bodies", "healthy_body_properties", ("mass_relative",), (MOVES_MASS,)),
-         Measure("center_of_mass", "body", "all_bodies", "healthy_body_properties", ("com_m",), (MOVES_MASS,)),
-         Measure("inertia", "body", "all_bodies", "healthy_body_properties", ("inertia_relative",), (MOVES_MASS,))),
-        {"mass_relative": 0.01,      # |log ratio| <= log1p(.)
+        measures=(Measure(name="mass", target_kind=TargetKind.BODY, objective_gate="all_bodies", preservation_gate="healthy_body_properties", tolerances=("mass_relative",), knock_on=(MOVES_MASS,)),
+         Measure(name="center_of_mass", target_kind=TargetKind.BODY, objective_gate="all_bodies", preservation_gate="healthy_body_properties", tolerances=("com_m",), knock_on=(MOVES_MASS,)),
+         Measure(name="inertia", target_kind=TargetKind.BODY, objective_gate="all_bodies", preservation_gate="healthy_body_properties", tolerances=("inertia_relative",), knock_on=(MOVES_MASS,))),
+        tolerances={"mass_relative": 0.01,      # |log ratio| <= log1p(.)
          "com_m": 1e-3,              # world distance, metres
          "inertia_relative": 0.02},  # max |log ratio| over sorted principal moments <= log1p(.)
-        (FaultKind("mass_unit_factor", "body", (("mass", "mass"), ("mass", "inertia")),
-                   "a body's mass authored in grams for kilograms (mass and inertia x1000)",
-                   _inject("mass", "mass_unit_factor")),
-         FaultKind("density_misplaced", "body", (("mass", "mass"),),
-                   "collider densities authored on the body instead, changing the controlling mass",
-                   _inject("mass", "density_misplaced")),
-         FaultKind("inertia_invalid", "body", (("mass", "inertia"),),
-                   "a body's diagonal inertia authored with a zero and a negative moment",
-                   _inject("mass", "inertia_invalid")),
-         FaultKind("center_of_mass_moved", "body", (("mass", "center_of_mass"),),
-                   "a body's centre of mass authored 20% of its size away", _inject("mass", "center_of_mass_moved"))),
-        reads=(*MASS_ATTRIBUTES, *COLLIDER_ATTRIBUTES, SHAPE), scope="body_prims",
+        fault_kinds=(FaultKind(name="mass_unit_factor", target=TargetKind.BODY, checks=(("mass", "mass"), ("mass", "inertia")),
+                   summary="a body's mass authored in grams for kilograms (mass and inertia x1000)",
+                   injector=_inject("mass", "mass_unit_factor")),
+         FaultKind(name="density_misplaced", target=TargetKind.BODY, checks=(("mass", "mass"),),
+                   summary="collider densities authored on the body instead, changing the controlling mass",
+                   injector=_inject("mass", "density_misplaced")),
+         FaultKind(name="inertia_invalid", target=TargetKind.BODY, checks=(("mass", "inertia"),),
+                   summary="a body's diagonal inertia authored with a zero and a negative moment",
+                   injector=_inject("mass", "inertia_invalid")),
+         FaultKind(name="center_of_mass_moved", target=TargetKind.BODY, checks=(("mass", "center_of_mass"),),
+                   summary="a body's centre of mass authored 20% of its size away", injector=_inject("mass", "center_of_mass_moved"))),
+        reads=(*MASS_ATTRIBUTES, *COLLIDER_ATTRIBUTES, SHAPE), scope=Scope.BODY_PRIMS,
     ),
     Family(
-        "material", "materials",
-        (Measure("visual", "component", "all_bodies", "healthy_materials", ("material_color", "material_scalar")),
-         Measure("physics", "body", "all_bodies", "healthy_materials", ("density_relative", "friction_abs"),
-                 (MOVES_MASS,))),
-        {"material_color": 0.02,     # max abs channel difference
+        name="material", module="materials",
+        measures=(Measure(name="visual", target_kind=TargetKind.COMPONENT, objective_gate="all_bodies", preservation_gate="healthy_materials", tolerances=("material_color", "material_scalar")),
+         Measure(name="physics", target_kind=TargetKind.BODY, objective_gate="all_bodies", preservation_gate="healthy_materials", tolerances=("density_relative", "friction_abs"),
+                 knock_on=(MOVES_MASS,))),
+        tolerances={"material_color": 0.02,     # max abs channel difference
          "material_scalar": 0.02,    # abs difference
          "density_relative": 0.01,   # physics material density, relative
          "friction_abs": 0.01},      # friction and restitution, abs difference
-        (FaultKind("visual_material", "component", (("material", "visual"),),
-                   "a component's material binding removed or swapped for another material",
-                   _inject("material", "visual_material")),
-         FaultKind("display_appearance", "component", (("material", "visual"),),
-                   "an unbound part's display colour or opacity changed (what a renderer draws it with)",
-                   _inject("material", "display_appearance")),
-         FaultKind("physics_material", "body", (("material", "physics"),),
-                   "the friction or restitution of a body's colliders' physics material changed",
-                   _inject("material", "physics_material"))),
+        fault_kinds=(FaultKind(name="visual_material", target=TargetKind.COMPONENT, checks=(("material", "visual"),),
+                   summary="a component's material binding removed or swapped for another material",
+                   injector=_inject("material", "visual_material")),
+         FaultKind(name="display_appearance", target=TargetKind.COMPONENT, checks=(("material", "visual"),),
+                   summary="an unbound part's display colour or opacity changed (what a renderer draws it with)",
+                   injector=_inject("material", "display_appearance")),
+         FaultKind(name="physics_material", target=TargetKind.BODY, checks=(("material", "physics"),),
+                   summary="the friction or restitution of a body's colliders' physics material changed",
+                   injector=_inject("material", "physics_material"))),
         # The display primvars, and every physics: attribute no other family claims (friction, restitution).
-        reads=("primvars:display*", "physics:*"), scope="bound_materials",
+        reads=("primvars:display*", "physics:*"), scope=Scope.BOUND_MATERIALS,
     ),
     Family(
-        "composition", "composition",
+        name="composition", module="composition",
         # Gated without this measure: composition_complete requires no error at all, and the
         # composition_errors preservation gate bounds the count by the input's.
-        (Measure("errors", "asset", measures_layout=True),),
-        {},
-        (FaultKind("broken_asset_path", "asset", (("composition", "errors"),),
-                   "a sublayer, reference or payload pointed at a file missing from the package",
-                   _inject("composition", "broken_asset_path")),),
+        measures=(Measure(name="errors", target_kind=TargetKind.ASSET, measures_layout=True),),
+        tolerances={},
+        fault_kinds=(FaultKind(name="broken_asset_path", target=TargetKind.ASSET, checks=(("composition", "errors"),),
+                   summary="a sublayer, reference or payload pointed at a file missing from the package",
+                   injector=_inject("composition", "broken_asset_path")),),
     ),
 )
 
@@ -294,43 +328,53 @@ def measure_entry(family: str, name: str) -> Measure:
     return next(m for m in BY_NAME[family].measures if m.name == name)
 
 
+def _require(condition: bool, entry: str, problem: str) -> None:
+    if not condition:
+        raise FamilyTableError(f"profiles/families.py, {entry}: {problem}")
+
+
 def _check_family(family: Family, measures: set[tuple[str, str]]) -> None:
     names = [m.name for m in family.measures]
-    assert len(set(names)) == len(names), f"family {family.name} lists a measure twice"
-    assert family.scope in SCOPES, f"family {family.name}: scope {family.scope!r} is not one of {SCOPES}"
-    assert all(p == "*" or "*" not in p[:-1] for p in family.reads), f"family {family.name}: bad pattern in reads"
+    entry = f"family {family.name!r}"
+    _require(len(set(names)) == len(names), entry, "lists a measure twice")
+    _require(family.scope in SCOPES, entry, f"scope {family.scope!r} is not one of {[str(s) for s in SCOPES]}")
+    _require(all(p == "*" or "*" not in p[:-1] for p in family.reads), entry, "a pattern in reads has '*' before its end")
     read = set()
     for m in family.measures:
-        assert m.target_kind in TARGET_KINDS, f"{family.name}.{m.name}: bad target kind {m.target_kind!r}"
+        where = f"measure {family.name}.{m.name}"
+        _require(m.target_kind in TARGET_KINDS, where, f"target kind {m.target_kind!r} is not a TargetKind")
         undeclared = set(m.tolerances) - set(family.tolerances)
-        assert not undeclared, f"{family.name}.{m.name} reads tolerances {sorted(undeclared)} with no default"
+        _require(not undeclared, where, f"reads tolerances {sorted(undeclared)} the family gives no default")
         read |= set(m.tolerances)
         for k in m.knock_on:
-            assert k.relation in RELATIONS, f"{family.name}.{m.name}: knock-on relation {k.relation!r}"
-            assert k.family in BY_NAME, f"{family.name}.{m.name}: knock-on on unknown family {k.family!r}"
+            _require(k.relation in RELATIONS, where, f"knock-on relation {k.relation!r} is not a Relation")
+            _require(k.family in BY_NAME, where, f"knock-on on unknown family {k.family!r}")
             unknown = [x for x in k.measures if (k.family, x) not in measures]
-            assert not unknown, f"{family.name}.{m.name}: knock-on on undeclared measures {unknown}"
+            _require(not unknown, where, f"knock-on on measures {unknown} that {k.family!r} does not declare")
     unread = set(family.tolerances) - read
-    assert not unread, f"family {family.name} declares tolerances no measure reads: {sorted(unread)}"
+    _require(not unread, entry, f"declares tolerances no measure reads: {sorted(unread)}")
 
 
 def _check_table() -> None:
-    """Fail at import, naming the entry, on a table that contradicts itself."""
+    """Raise FamilyTableError at import, naming the entry, on a table that contradicts itself."""
     measures = {(f.name, m.name) for f in FAMILIES for m in f.measures}
     tolerances: set[str] = set()
     kinds: set[str] = set()
+    _require(len(BY_NAME) == len(FAMILIES), "FAMILIES", "two families share a name")
     for family in FAMILIES:
         _check_family(family, measures)
-        assert not tolerances & set(family.tolerances), f"family {family.name} redeclares a tolerance"
+        _require(not tolerances & set(family.tolerances), f"family {family.name!r}",
+                 f"redeclares tolerances {sorted(tolerances & set(family.tolerances))}")
         tolerances |= set(family.tolerances)
         for kind in family.fault_kinds:
-            assert kind.name not in kinds, f"fault kind {kind.name} declared twice"
+            entry = f"fault kind {kind.name!r}"
+            _require(kind.name not in kinds, entry, "declared twice")
             kinds.add(kind.name)
-            assert kind.target in TARGET_KINDS, f"fault kind {kind.name}: bad target kind {kind.target}"
+            _require(kind.target in TARGET_KINDS, entry, f"target kind {kind.target!r} is not a TargetKind")
             unknown = [c for c in kind.checks if c not in measures]
-            assert not unknown, f"fault kind {kind.name} selects undeclared measures {unknown}"
+            _require(not unknown, entry, f"selects measures no family declares: {unknown}")
             module, _, function = kind.injector.partition(":")
-            assert module and function, f"fault kind {kind.name}: injector {kind.injector!r} is not module:function"
+            _require(bool(module and function), entry, f"injector {kind.injector!r} is not 'module:function'")
 
 
 _check_table()

@@ -311,11 +311,13 @@ def body_nudged(stage, target, rng, dirty):
 '''
 
 TOY_ENTRY = '''    Family(
-        "body_pose", "body_pose",
-        (Measure("position", "body", "all_bodies", "healthy_body_properties", ("body_position_m",)),),
-        {"body_position_m": 1e-5},
-        (FaultKind("body_nudged", "body", (("body_pose", "position"),), "a rigid body moved a little",
-                   "usd_repair_verifier.checks.body_pose:body_nudged"),),
+        name="body_pose", module="body_pose",
+        measures=(Measure(name="position", target_kind=TargetKind.BODY, objective_gate="all_bodies",
+                          preservation_gate="healthy_body_properties", tolerances=("body_position_m",)),),
+        tolerances={"body_position_m": 1e-5},
+        fault_kinds=(FaultKind(name="body_nudged", target=TargetKind.BODY, checks=(("body_pose", "position"),),
+                               summary="a rigid body moved a little",
+                               injector="usd_repair_verifier.checks.body_pose:body_nudged"),),
     ),
 '''
 CODE = ("usd_repair_verifier", "authoring", "checks", "closed_book", "commands", "gates", "physical", "profiles",
