@@ -222,10 +222,13 @@ FAMILIES: tuple[Family, ...] = (
         # Unmeasured (so neither gating nor preserved) where the reference establishes nothing.
         (Measure("mass", "body", "all_bodies", "healthy_body_properties", ("mass_relative",), (MOVES_MASS,)),
          Measure("center_of_mass", "body", "all_bodies", "healthy_body_properties", ("com_m",), (MOVES_MASS,)),
-         Measure("inertia", "body", "all_bodies", "healthy_body_properties", ("inertia_relative",), (MOVES_MASS,))),
+         Measure("inertia", "body", "all_bodies", "healthy_body_properties", ("inertia_relative",), (MOVES_MASS,)),
+         Measure("inertia_orientation", "body", "all_bodies", "healthy_body_properties",
+                 ("inertia_orientation_relative",), (MOVES_MASS,))),
         {"mass_relative": 0.01,      # |log ratio| <= log1p(.)
          "com_m": 1e-3,              # world distance, metres
-         "inertia_relative": 0.02},  # max |log ratio| over sorted principal moments <= log1p(.)
+         "inertia_relative": 0.02,   # max |log ratio| over sorted principal moments <= log1p(.)
+         "inertia_orientation_relative": 0.02},  # |I_c/tr I_c - I_r/tr I_r|_F / |I_r/tr I_r|_F
         (FaultKind("mass_unit_factor", "body", (("mass", "mass"), ("mass", "inertia")),
                    "a body's mass authored in grams for kilograms (mass and inertia x1000)",
                    _inject("mass", "mass_unit_factor")),
@@ -236,7 +239,10 @@ FAMILIES: tuple[Family, ...] = (
                    "a body's diagonal inertia authored with a zero and a negative moment",
                    _inject("mass", "inertia_invalid")),
          FaultKind("center_of_mass_moved", "body", (("mass", "center_of_mass"),),
-                   "a body's centre of mass authored 20% of its size away", _inject("mass", "center_of_mass_moved"))),
+                   "a body's centre of mass authored 20% of its size away", _inject("mass", "center_of_mass_moved")),
+         FaultKind("inertia_orientation", "body", (("mass", "inertia_orientation"),),
+                   "a body's principal axes of inertia turned 90 degrees where its moments differ (the same "
+                   "moments about other axes)", _inject("mass", "inertia_orientation"))),
         reads=(*MASS_ATTRIBUTES, *COLLIDER_ATTRIBUTES, SHAPE), scope="body_prims",
     ),
     Family(
@@ -259,6 +265,27 @@ FAMILIES: tuple[Family, ...] = (
                    _inject("material", "physics_material"))),
         # The display primvars, and every physics: attribute no other family claims (friction, restitution).
         reads=("primvars:display*", "physics:*"), scope="bound_materials",
+    ),
+    Family(
+        "contact", "contact",
+        # The collider pairs a simulator lets touch (collision groups, filtered pairs), on the
+        # whole asset: a filter concerns two elements at once.
+        (Measure("pairs", "asset", "all_bodies", "contact_pairs"),),
+        {},
+        (FaultKind("collision_filter", "asset", (("contact", "pairs"),),
+                   "a body filtered from what it touches in the reference (physics:filteredPairs)",
+                   _inject("contact", "collision_filter")),),
+        reads=("physics:filteredPairs", "physics:filteredGroups", "physics:invertFilteredGroups",
+               "physics:mergeGroup", "collection:colliders*"),
+    ),
+    Family(
+        "owner", "owners",
+        (Measure("owners", "body", "all_bodies", "simulation_owners"),),
+        {},
+        (FaultKind("simulation_owner", "body", (("owner", "owners"),),
+                   "a body's physics:simulationOwner set to a scene that does not exist",
+                   _inject("contact", "simulation_owner")),),
+        reads=("physics:simulationOwner",), scope="body_prims",
     ),
     Family(
         "composition", "composition",
