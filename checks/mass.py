@@ -125,7 +125,7 @@ def inertia_orientation(cmp: Comparison, target: str):
     if isinstance(pair, Unmeasured):
         return pair
     ref, cand = pair
-    tol = cmp.tolerances["inertia_orientation_relative"]
+    tol = cmp.tolerances["inertia_relative"]
     ref_tensor = _normalized_tensor(ref)
     if ref_tensor is None:
         return Unmeasured(f"the reference's inertia of {target} has no positive finite sum of moments")

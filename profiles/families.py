@@ -224,11 +224,12 @@ FAMILIES: tuple[Family, ...] = (
          Measure("center_of_mass", "body", "all_bodies", "healthy_body_properties", ("com_m",), (MOVES_MASS,)),
          Measure("inertia", "body", "all_bodies", "healthy_body_properties", ("inertia_relative",), (MOVES_MASS,)),
          Measure("inertia_orientation", "body", "all_bodies", "healthy_body_properties",
-                 ("inertia_orientation_relative",), (MOVES_MASS,))),
+                 ("inertia_relative",), (MOVES_MASS,))),
         {"mass_relative": 0.01,      # |log ratio| <= log1p(.)
          "com_m": 1e-3,              # world distance, metres
-         "inertia_relative": 0.02,   # max |log ratio| over sorted principal moments <= log1p(.)
-         "inertia_orientation_relative": 0.02},  # |I_c/tr I_c - I_r/tr I_r|_F / |I_r/tr I_r|_F
+         # max |log ratio| over sorted principal moments <= log1p(.); and for inertia_orientation
+         # |I_c/tr I_c - I_r/tr I_r|_F / |I_r/tr I_r|_F <= (.) of the world tensors I
+         "inertia_relative": 0.02},
         (FaultKind("mass_unit_factor", "body", (("mass", "mass"), ("mass", "inertia")),
                    "a body's mass authored in grams for kilograms (mass and inertia x1000)",
                    _inject("mass", "mass_unit_factor")),
