@@ -187,7 +187,7 @@ def simulator_relationship_names(prim: Usd.Prim) -> list[str]:
     return sorted(names)
 
 
-def read_simulator_relationships(stage: Usd.Stage, elements: set[str]) -> dict[str, dict[str, tuple[str, ...]]]:
+def read_simulator_relationships(stage: Usd.Stage) -> dict[str, dict[str, tuple[str, ...]]]:
     """Prim path -> {relationship: its targets as composed} for every prim with one (elements or
     not); collision groups are the contact model's."""
     out: dict[str, dict[str, tuple[str, ...]]] = {}
@@ -199,3 +199,13 @@ def read_simulator_relationships(stage: Usd.Stage, elements: set[str]) -> dict[s
             out[str(prim.GetPath())] = {n: tuple(str(t) for t in prim.GetRelationship(n).GetTargets())
                                         for n in names}
     return dict(sorted(out.items()))
+
+
+def read_physics_model(stage: Usd.Stage, parsed: dict, colliders: dict, joints: dict, roots) -> dict:
+    """The snapshot's fields this module fills: `contact`, `simulation_owners`,
+    `simulator_relationships` (`roots`: the snapshot's ArticulationRoots)."""
+    return {
+        "contact": read_contact_model(stage, parsed, colliders, {r.path: r.bodies for r in roots}),
+        "simulation_owners": read_simulation_owners(stage, parsed, joints, [r.path for r in roots]),
+        "simulator_relationships": read_simulator_relationships(stage),
+    }

@@ -18,7 +18,7 @@ from pxr import Gf, Sdf, Tf, Usd, UsdGeom, UsdPhysics
 
 from . import authoring_problems, spatial, variant_selections as selected
 from .parts import owner_body, read_parts
-from .physics_model import read_contact_model, read_simulation_owners, read_simulator_relationships
+from .physics_model import read_physics_model
 from .scene import read_scenes, read_simulator_attributes
 from .texture_digest import texture_digest_scope
 from .model import ArticulationRoot, Body, BodyShape, Drive, Joint, Limit, Pose, StageSnapshot
@@ -129,9 +129,7 @@ def snapshot(stage: Usd.Stage, root_layer: str = "", sampling: dict | None = Non
                                           {s.path for s in scenes}, mpu, kgpu, tuple(namespaces))
     timings["scene"] = round(time.perf_counter() - start, 6)
     start = time.perf_counter()
-    contact = read_contact_model(stage, parsed, colliders, {r.path: r.bodies for r in roots})
-    owners = read_simulation_owners(stage, parsed, joints, [r.path for r in roots])
-    relationships = read_simulator_relationships(stage, set(bodies) | set(joints) | set(colliders))
+    physics_model = read_physics_model(stage, parsed, colliders, joints, roots)
     timings["physics_model"] = round(time.perf_counter() - start, 6)
 
     return StageSnapshot(
@@ -152,9 +150,7 @@ def snapshot(stage: Usd.Stage, root_layer: str = "", sampling: dict | None = Non
         authoring_problems=problems,
         scenes=scenes,
         simulator_attributes=simulator,
-        contact=contact,
-        simulation_owners=owners,
-        simulator_relationships=relationships,
+        **physics_model,
     )
 
 
