@@ -25,31 +25,31 @@ WHOLE_ASSET = "*"
 SHOWN = 5   # pairs named in a component's values
 
 
-def _blocked(snapshot) -> frozenset:
-    return snapshot.contact.blocked if snapshot.contact is not None else frozenset()
-
-
 def pair_changes(cmp: Comparison) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     """(lost, added): reference collider pairs, sorted, that the candidate filters where the
-    reference lets them touch, and that it lets touch where the reference filters them."""
+    reference lets them touch, and that it lets touch where the reference filters them. Only
+    pairs of matched colliders are asked: the reference's size bounds the work."""
     ref, cand, match = cmp.reference, cmp.candidate, cmp.match.colliders
-    back = {c: r for r, c in match.items() if c}
+    if ref.contact is None or cand.contact is None:
+        return [], []
+    names = sorted(r for r in ref.colliders if match.get(r) in cand.colliders)
+    lost, added = [], []
+    for i, ra in enumerate(names):
+        for rb in names[i + 1:]:
+            ca, cb = match[ra], match[rb]
+            was, now = ref.contact.blocked(ra, rb), cand.contact.blocked(ca, cb)
+            if was == now or never_touch(ref.colliders[ra], ref.colliders[rb], ref.joints) \
+                    or never_touch(cand.colliders[ca], cand.colliders[cb], cand.joints):
+                continue
+            (added if was else lost).append((ra, rb))
+    return lost, added
 
-    def comparable(ra: str, rb: str, ca: str, cb: str) -> bool:
-        return not (never_touch(ref.colliders[ra], ref.colliders[rb], ref.joints)
-                    or never_touch(cand.colliders[ca], cand.colliders[cb], cand.joints))
 
-    ref_blocked, cand_blocked = _blocked(ref), _blocked(cand)
-    lost, added = set(), set()
-    for ca, cb in cand_blocked:
-        ra, rb = back.get(ca), back.get(cb)
-        if ra and rb and tuple(sorted((ra, rb))) not in ref_blocked and comparable(ra, rb, ca, cb):
-            lost.add(tuple(sorted((ra, rb))))
-    for ra, rb in ref_blocked:
-        ca, cb = match.get(ra), match.get(rb)
-        if ca and cb and tuple(sorted((ca, cb))) not in cand_blocked and comparable(ra, rb, ca, cb):
-            added.add((ra, rb))
-    return sorted(lost), sorted(added)
+def unread(cmp: Comparison) -> list[str]:
+    """Filters a stage holds that the grader does not read (too many groups), as failures."""
+    return [f"{side}: {snapshot.contact.unread}" for side, snapshot in
+            (("reference", cmp.reference), ("candidate", cmp.candidate))
+            if snapshot.contact is not None and snapshot.contact.unread]
 
 
 def element(snapshot, collider: str) -> str:
@@ -96,7 +96,9 @@ def _group(snapshot, names: list[str]) -> str:
 def pairs(cmp: Comparison, target: str):
     lost, added = pair_changes(cmp)
     ref = cmp.reference
+    problems = unread(cmp)
     return {
+        "filters_read": Component(float(len(problems)), 0.0, None, problems or None, unit="count"),
         "pairs_lost": Component(float(len(lost)), 0.0, describe(ref, lost[:SHOWN], "no longer collides with") or None,
                                 None, unit="count"),
         "pairs_added": Component(float(len(added)), 0.0, describe(ref, added[:SHOWN], "now collides with") or None,

@@ -35,11 +35,12 @@ def contact_pairs(measurements: Measurements, profile: Profile) -> GateResult:
     exempt = exemptions.exempt_keys(profile, cmp)
     failures = []
     if ("contact", "pairs", contact.WHOLE_ASSET) not in exempt:
+        failures += contact.unread(cmp)
         lost, added = contact.pair_changes(cmp)
         failures += contact.describe(cmp.reference, lost, "no longer collides with")
         if not exemptions.losses_exempt(profile, cmp):   # a missing file's filters may be missing
             failures += contact.describe(cmp.reference, added, "now collides with")
-    blocked = len(cmp.reference.contact.blocked) if cmp.reference.contact else 0
+    blocked = cmp.reference.contact.blocked_pairs(cmp.reference.colliders) if cmp.reference.contact else 0
     return GateResult.from_failures("contact_pairs", failures,
                                     f"the collider pairs that may touch kept ({blocked} pair(s) filtered)",
                                     "contact filtering changes")

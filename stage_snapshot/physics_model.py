@@ -12,6 +12,8 @@ usd-core's own answers, into plain data:
   answer (it honours invert and merge groups). The parser's `CollisionGroupDesc` reports
   `invertFilteredGroups = True` for a group that authors nothing, so the authored value is read
   from the attribute itself (None when unauthored: the schema's fallback, false).
+  Nothing is expanded into pairs: a pair's answer is asked (`ContactModel.blocked`), so a
+  group of thousands of colliders costs no more to read than one of two.
 - Pairs that can never touch whatever the filters say (`never_touch`): two colliders of
   one rigid body, two static colliders, a collider with `collisionEnabled = false`, and the two
   bodies of a joint whose `physics:collisionEnabled` is false (a joint's own property, which
@@ -30,7 +32,7 @@ Paths are kept as they are; the gates map them through the correspondence.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pxr import Sdf, Usd, UsdPhysics
 
@@ -54,13 +56,34 @@ class CollisionGroup:
     merge_group: str                     # "" when none
 
 
+# More collision groups with colliders than this are not read (each pair of them is asked):
+# a stage built to stall the grader, which the contact gate fails with the count.
+MAX_GROUPS = 256
+
+
 @dataclass(frozen=True)
 class ContactModel:
     groups: tuple[CollisionGroup, ...] = ()
     filtered_pairs: tuple[tuple[str, str], ...] = ()    # (prim with FilteredPairsAPI, target) as authored
-    # Sorted (collider, collider) pairs the filters (groups, filtered pairs) keep apart; every
-    # other pair may touch unless it never can (never_touch).
-    blocked: frozenset = frozenset()
+    shape_groups: dict = field(default_factory=dict)    # collider -> its groups (merged as the parser merges)
+    group_filters: frozenset = frozenset()              # sorted (group, group) pairs that do not collide
+    # collider -> (ids of the filtered pairs it is a source of, ids of those it is a target of)
+    filter_sides: dict = field(default_factory=dict)
+    unread: str = ""                                    # why the filters were not read ("" when they were)
+
+    def blocked(self, a: str, b: str) -> bool:
+        """Do the filters (groups, filtered pairs) keep colliders a and b apart?"""
+        ga, gb = self.shape_groups.get(a, ()), self.shape_groups.get(b, ())
+        if any(((x, y) if x <= y else (y, x)) in self.group_filters for x in ga for y in gb):
+            return True
+        none = (frozenset(), frozenset())
+        (sa, ta), (sb, tb) = self.filter_sides.get(a, none), self.filter_sides.get(b, none)
+        return bool(sa & tb or sb & ta)
+
+    def blocked_pairs(self, colliders) -> int:
+        """How many pairs of these colliders the filters keep apart."""
+        names = sorted(colliders)
+        return sum(self.blocked(a, b) for i, a in enumerate(names) for b in names[i + 1:])
 
 
 def _expand(target: str, colliders: dict[str, str | None], articulated: dict[str, tuple[str, ...]]) -> set[str]:
@@ -103,12 +126,14 @@ def _groups(stage: Usd.Stage, parsed: dict, members: dict[str, list[str]]) -> tu
 def read_contact_model(stage: Usd.Stage, parsed: dict, colliders: dict,
                        articulated: dict[str, tuple[str, ...]]) -> ContactModel:
     """`colliders`: the snapshot's (path -> Collider); `articulated`: articulation root path -> its
-    bodies. Only blocked pairs are listed: every other pair of colliders may touch by the filters."""
+    bodies. Nothing is expanded into pairs here: a pair's answer is `ContactModel.blocked`."""
     body_of = {path: c.body for path, c in colliders.items()}
     members: dict[str, list[str]] = {}
+    shape_groups: dict[str, tuple[str, ...]] = {}
     sources: list[tuple[str, str]] = []
     for path, desc in _shape_descs(parsed):
-        for group in sorted({str(g) for g in desc.collisionGroups}):
+        shape_groups[str(path)] = tuple(sorted({str(g) for g in desc.collisionGroups}))
+        for group in shape_groups[str(path)]:
             members.setdefault(group, []).append(str(path))
         sources += [(str(path), str(t)) for t in desc.filteredCollisions]
     for object_type in (UsdPhysics.ObjectType.RigidBody, UsdPhysics.ObjectType.Articulation):
@@ -116,24 +141,23 @@ def read_contact_model(stage: Usd.Stage, parsed: dict, colliders: dict,
         for path, desc in zip(paths, descs):
             sources += [(str(path), str(t)) for t in desc.filteredCollisions]
     sources = sorted(set(sources))
-    blocked: set[tuple[str, str]] = set()
-    for source, target in sources:
-        _block(blocked, _expand(source, body_of, articulated), _expand(target, body_of, articulated))
+    sides: dict[str, tuple[set, set]] = {}
+    for i, (source, target) in enumerate(sources):
+        for collider in _expand(source, body_of, articulated):
+            sides.setdefault(collider, (set(), set()))[0].add(i)
+        for collider in _expand(target, body_of, articulated):
+            sides.setdefault(collider, (set(), set()))[1].add(i)
+    groups = _groups(stage, parsed, members)
+    used = sorted(members)
+    if len(used) > MAX_GROUPS:
+        return ContactModel(groups, tuple(sources), unread=f"{len(used)} collision groups hold colliders, more "
+                                                           f"than the grader reads ({MAX_GROUPS})")
     table = UsdPhysics.CollisionGroup.ComputeCollisionGroupTable(stage)
-    groups = sorted(str(g) for g in table.GetGroups())
-    for i, a in enumerate(groups):
-        for b in groups[i:]:
-            if not table.IsCollisionEnabled(Sdf.Path(a), Sdf.Path(b)):
-                _block(blocked, members.get(a, ()), members.get(b, ()))
-    blocked = {pair for pair in blocked if pair[0] in colliders and pair[1] in colliders}
-    return ContactModel(_groups(stage, parsed, members), tuple(sources), frozenset(blocked))
-
-
-def _block(blocked: set, side_a, side_b) -> None:
-    for a in side_a:
-        for b in side_b:
-            if a != b:
-                blocked.add((a, b) if a < b else (b, a))
+    known = {str(g) for g in table.GetGroups()}
+    filters = frozenset((a, b) for i, a in enumerate(used) for b in used[i:]
+                        if a in known and b in known and not table.IsCollisionEnabled(Sdf.Path(a), Sdf.Path(b)))
+    return ContactModel(groups, tuple(sources), shape_groups, filters,
+                        {c: (frozenset(s), frozenset(t)) for c, (s, t) in sorted(sides.items())})
 
 
 def never_touch(a, b, joints) -> str:

@@ -209,3 +209,36 @@ def test_joint_bodies_swapped_fails(tmp_path):
     decision = graded(tmp_path, ANT, overs(joint, swapped))
     assert decision.status is Status.PRESERVATION_FAILED, decision.reasons
     assert any(r.startswith("joint_body_order") and "swapped" in r for r in decision.reasons), decision.reasons
+
+
+# --- the fault kinds: found by freeze's comparison ------------------------------------------------
+
+@pytest.mark.parametrize("case", ["ant_filter_and_owner", "finger_inertia_and_owner"])
+def test_freeze_finds_the_new_fault_kinds_by_comparison(case):
+    import json
+
+    from usd_repair_verifier.authoring.freeze import detect_faults
+
+    found = detect_faults(CASES / case / "reference", CASES / case / "input")
+    frozen = json.loads((CASES / case / "profile.json").read_text())["faults"]
+    assert sorted((f.kind, f.target) for f in found) == sorted((f["kind"], f["target"]) for f in frozen)
+
+
+def test_hundreds_of_self_filtering_groups_cost_little_and_fail(tmp_path):
+    """Filters are asked per pair of matched colliders, never expanded: many groups and a group
+    of every collider read in bounded time; this many groups is more than the grader reads."""
+    import time
+
+    from usd_repair_verifier.stage_snapshot.physics_model import MAX_GROUPS
+
+    text = "".join(f'''
+def PhysicsCollisionGroup "G{i}"
+{{
+    rel collection:colliders:includes = </ant/Geometry>
+    rel physics:filteredGroups = </G{i}>
+}}
+''' for i in range(MAX_GROUPS + 1))
+    start = time.perf_counter()
+    decision = graded(tmp_path, ANT, text)
+    assert time.perf_counter() - start < 60
+    assert_fails(decision, "contact_pairs", f"{MAX_GROUPS + 1} collision groups")
