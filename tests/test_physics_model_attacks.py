@@ -242,3 +242,21 @@ def PhysicsCollisionGroup "G{i}"
     decision = graded(tmp_path, ANT, text)
     assert time.perf_counter() - start < 60
     assert_fails(decision, "contact_pairs", f"{MAX_GROUPS + 1} collision groups")
+
+
+def test_inverted_group_of_the_parent_filtering_nothing_listed_fails(tmp_path):
+    """Inverted with no filtered group: the group collides with no group, itself included."""
+    attack = '''
+def PhysicsCollisionGroup "Robot"
+{
+    rel collection:colliders:includes = </ant/Geometry>
+    bool physics:invertFilteredGroups = 1
+}
+'''
+    assert_fails(graded(tmp_path, ANT, attack), "contact_pairs", "no longer collides with")
+
+
+def test_floor_pairs_on_top_of_the_honest_partial_repair_fail(tmp_path):
+    assert_fails(graded(tmp_path, ANT, FLOOR_PAIRS, start=ONE_REPAIR), "contact_pairs")
+    assert_fails(graded(tmp_path / "owner", ANT, _owner("/ant/Geometry/torso", "/NoSuchScene"), start=ONE_REPAIR),
+                 "simulation_owners")
