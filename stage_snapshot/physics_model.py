@@ -9,7 +9,10 @@ usd-core's own answers, into plain data:
   `invertFilteredGroups` and `mergeGroup` as authored; every `physics:filteredPairs` (body,
   collider or articulation level, each side expanded to colliders); and from them the pairs of
   colliders a simulator lets touch. Which groups collide is `ComputeCollisionGroupTable`'s
-  answer (it honours invert and merge groups). The parser's `CollisionGroupDesc` reports
+  answer (it honours invert and merge groups); Newton's importer adds one rule (a collider in
+  an inverted group never touches a collider in no group) and reads `physics:filteredPairs` on
+  every body and collider whether FilteredPairsAPI is applied or not: a pair either reading
+  keeps apart counts as kept apart. The parser's `CollisionGroupDesc` reports
   `invertFilteredGroups = True` for a group that authors nothing, so the authored value is read
   from the attribute itself (None when unauthored: the schema's fallback, false).
   Nothing is expanded into pairs: a pair's answer is asked (`ContactModel.blocked`), so a
@@ -70,11 +73,17 @@ class ContactModel:
     # collider -> (ids of the filtered pairs it is a source of, ids of those it is a target of)
     filter_sides: dict = field(default_factory=dict)
     unread: str = ""                                    # why the filters were not read ("" when they were)
+    # Groups that are, or merge with, an inverted group: Newton keeps their colliders apart from
+    # every collider in no group (UsdPhysics's table has no answer for a collider in no group).
+    inverted: frozenset = frozenset()
 
     def blocked(self, a: str, b: str) -> bool:
-        """Do the filters (groups, filtered pairs) keep colliders a and b apart?"""
+        """Do the filters (groups, filtered pairs) keep colliders a and b apart, in the UsdPhysics
+        reading or in Newton's? (Either engine keeping them apart is a contact lost.)"""
         ga, gb = self.shape_groups.get(a, ()), self.shape_groups.get(b, ())
         if any(((x, y) if x <= y else (y, x)) in self.group_filters for x in ga for y in gb):
+            return True
+        if bool(ga) != bool(gb) and any(g in self.inverted for g in ga or gb):
             return True
         none = (frozenset(), frozenset())
         (sa, ta), (sb, tb) = self.filter_sides.get(a, none), self.filter_sides.get(b, none)
@@ -140,6 +149,11 @@ def read_contact_model(stage: Usd.Stage, parsed: dict, colliders: dict,
         paths, descs = parsed.get(object_type, ([], []))
         for path, desc in zip(paths, descs):
             sources += [(str(path), str(t)) for t in desc.filteredCollisions]
+    # Newton reads the relationship on every body and collider, FilteredPairsAPI applied or not.
+    for path in sorted({*colliders, *(b for b in body_of.values() if b), *articulated}):
+        prim = stage.GetPrimAtPath(path)
+        rel = prim.GetRelationship("physics:filteredPairs") if prim else None
+        sources += [(path, str(t)) for t in rel.GetTargets()] if rel else []
     sources = sorted(set(sources))
     sides: dict[str, tuple[set, set]] = {}
     for i, (source, target) in enumerate(sources):
@@ -157,7 +171,15 @@ def read_contact_model(stage: Usd.Stage, parsed: dict, colliders: dict,
     filters = frozenset((a, b) for i, a in enumerate(used) for b in used[i:]
                         if a in known and b in known and not table.IsCollisionEnabled(Sdf.Path(a), Sdf.Path(b)))
     return ContactModel(groups, tuple(sources), shape_groups, filters,
-                        {c: (frozenset(s), frozenset(t)) for c, (s, t) in sorted(sides.items())})
+                        {c: (frozenset(s), frozenset(t)) for c, (s, t) in sorted(sides.items())},
+                        inverted=_inverted(groups, used))
+
+
+def _inverted(groups: tuple[CollisionGroup, ...], used: list[str]) -> frozenset:
+    """The used groups that are inverted or share a merge group with an inverted one."""
+    merged_inverted = {g.merge_group for g in groups if g.invert_filtered_groups and g.merge_group}
+    return frozenset(g.path for g in groups if g.path in used and (
+        g.invert_filtered_groups or (g.merge_group and g.merge_group in merged_inverted)))
 
 
 def never_touch(a, b, joints) -> str:

@@ -260,3 +260,22 @@ def test_floor_pairs_on_top_of_the_honest_partial_repair_fail(tmp_path):
     assert_fails(graded(tmp_path, ANT, FLOOR_PAIRS, start=ONE_REPAIR), "contact_pairs")
     assert_fails(graded(tmp_path / "owner", ANT, _owner("/ant/Geometry/torso", "/NoSuchScene"), start=ONE_REPAIR),
                  "simulation_owners")
+
+
+def test_inverted_group_of_the_robot_alone_fails_as_newton_reads_it(tmp_path):
+    """The robot's group collides with itself only; the floor is in no group. UsdPhysics's table
+    has no answer for a collider in no group; Newton keeps it apart from an inverted group's."""
+    attack = '''
+def PhysicsCollisionGroup "Robot"
+{
+    rel collection:colliders:includes = </ant/Geometry/torso>
+    bool physics:invertFilteredGroups = 1
+    rel physics:filteredGroups = </Robot>
+}
+'''
+    assert_fails(graded(tmp_path, ANT, attack), "contact_pairs", "/ant/Geometry/floor", "no longer collides with")
+
+
+def test_filtered_pairs_without_their_api_schema_fail_as_newton_reads_them(tmp_path):
+    attack = overs("/ant/Geometry/torso", "rel physics:filteredPairs = </ant/Geometry/floor>")
+    assert_fails(graded(tmp_path, ANT, attack), "contact_pairs", "/ant/Geometry/floor")
