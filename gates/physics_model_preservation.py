@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from usd_repair_verifier.checks import contact, owners
+from usd_repair_verifier.checks import articulation, contact, owners
 from usd_repair_verifier.checks.measurement import Comparison
 from usd_repair_verifier.checks.registry import Measurements
 from usd_repair_verifier.profiles.result_record import GateResult
@@ -70,15 +70,14 @@ def simulation_owners(measurements: Measurements, profile: Profile) -> GateResul
 
 
 def _root_owner_failures(cmp: Comparison) -> list[str]:
-    """Articulation roots' owners, as one collection (their locations are the articulation family's)."""
-    scenes = owners.scene_map(cmp)
-    read = lambda snapshot, root, rename=None: owners.reading(snapshot, snapshot.simulation_owners.get(root.path, ()),
-                                                             rename)
-    expected = Counter(read(cmp.reference, r, scenes) for r in cmp.reference.articulation_roots)
-    got = Counter(read(cmp.candidate, r) for r in cmp.candidate.articulation_roots)
-    if len(cmp.reference.articulation_roots) != len(cmp.candidate.articulation_roots) or expected == got:
-        return []
-    return [f"articulation roots simulated by {sorted(got.elements())}, the reference's by {sorted(expected.elements())}"]
+    """Each articulation root's owners, against the one candidate root at the same kind of location
+    (the articulation family grades a root missing, added or moved)."""
+    out = []
+    for root in cmp.reference.articulation_roots:
+        found = [c.path for c in cmp.candidate.articulation_roots if articulation.corresponds(cmp, root, c)]
+        why = owners.owner_difference(cmp, root.path, found[0]) if len(found) == 1 else ""
+        out += [f"articulation root {root.path}: {why}"] if why else []
+    return out
 
 
 def _path_map(cmp: Comparison) -> dict[str, str | None]:

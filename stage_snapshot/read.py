@@ -125,7 +125,7 @@ def snapshot(stage: Usd.Stage, root_layer: str = "", sampling: dict | None = Non
     timings["authoring"] = round(time.perf_counter() - lap, 6)
     start = time.perf_counter()
     scenes = read_scenes(parsed, mpu)
-    simulator = read_simulator_attributes(stage, set(bodies) | set(joints), set(colliders),
+    simulator = read_simulator_attributes(stage, set(bodies) | set(joints) | {r.path for r in roots}, set(colliders),
                                           {s.path for s in scenes}, mpu, kgpu, tuple(namespaces))
     timings["scene"] = round(time.perf_counter() - start, 6)
     start = time.perf_counter()

@@ -279,3 +279,14 @@ def PhysicsCollisionGroup "Robot"
 def test_filtered_pairs_without_their_api_schema_fail_as_newton_reads_them(tmp_path):
     attack = overs("/ant/Geometry/torso", "rel physics:filteredPairs = </ant/Geometry/floor>")
     assert_fails(graded(tmp_path, ANT, attack), "contact_pairs", "/ant/Geometry/floor")
+
+
+CABINET = "cabinet_drawer_door"
+
+
+@pytest.mark.parametrize("edit, gate", [
+    ('rel physics:simulationOwner = </NoSuchScene>', "simulation_owners"),
+    ('bool physxArticulation:enabledSelfCollisions = 0', "simulator_attributes"),
+], ids=["owner", "self_collisions"])
+def test_an_articulation_root_above_the_bodies_keeps_what_a_simulator_reads(tmp_path, edit, gate):
+    assert_fails(graded(tmp_path, CABINET, overs("/Cabinet", edit)), gate, "/Cabinet")
