@@ -123,7 +123,8 @@ def simulator_relationships(measurements: Measurements, profile: Profile) -> Gat
             continue
         ref_rels = ref.simulator_relationships.get(ref_path, {})
         cand_rels = cand.simulator_relationships.get(cand_path, {})
-        if ref_path in targeted or touches_fault(ref_rels, {}) or touches_fault(cand_rels, back):
+        # A relationship naming a targeted element is its fault's (an actuator's deleted joint).
+        if touches_fault(ref_rels, {}) or touches_fault(cand_rels, back):
             continue
         for name in sorted(set(ref_rels) | set(cand_rels)):
             want = _mapped(ref_rels[name], forward, ref_elements) if name in ref_rels else None

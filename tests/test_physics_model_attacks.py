@@ -290,3 +290,10 @@ CABINET = "cabinet_drawer_door"
 ], ids=["owner", "self_collisions"])
 def test_an_articulation_root_above_the_bodies_keeps_what_a_simulator_reads(tmp_path, edit, gate):
     assert_fails(graded(tmp_path, CABINET, overs("/Cabinet", edit)), gate, "/Cabinet")
+
+
+def test_a_relationship_added_to_a_targeted_joint_fails(tmp_path):
+    """A fault exempts its own checks, not every other property of its element."""
+    joint = "/ant/Geometry/torso/front_left_leg/aux_1/hip_1"   # the case's joint_frame target
+    attack = overs(joint, "rel newton:mimicJoint = </ant/Geometry/torso/back_leg/aux_3/hip_3>")
+    assert_fails(graded(tmp_path, ANT, attack), "simulator_relationships", "newton:mimicJoint")
