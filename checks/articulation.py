@@ -20,7 +20,7 @@ from .measurement import Comparison, Component
 WHOLE_ASSET = "*"
 
 
-def _corresponds(cmp: Comparison, ref: ArticulationRoot, cand: ArticulationRoot) -> bool:
+def corresponds(cmp: Comparison, ref: ArticulationRoot, cand: ArticulationRoot) -> bool:
     if ref.kind != cand.kind:
         return False
     if ref.kind == "body":
@@ -47,7 +47,7 @@ def roots(cmp: Comparison, target: str):
     ref_roots, cand_roots = cmp.reference.articulation_roots, cmp.candidate.articulation_roots
     invalid = []
     for cand in cand_roots:
-        where = [ref for ref in ref_roots if _corresponds(cmp, ref, cand)]
+        where = [ref for ref in ref_roots if corresponds(cmp, ref, cand)]
         if not where:
             why = "; ".join(cand.problems) or "no reference articulation root at this location"
             invalid.append(f"{cand.path}: {why}")
@@ -55,7 +55,7 @@ def roots(cmp: Comparison, target: str):
         problems = min((_new_problems(ref, cand) for ref in where), key=len)
         if problems:
             invalid.append(f"{cand.path}: {'; '.join(problems)}")
-    uncovered = [ref.path for ref in ref_roots if not any(_corresponds(cmp, ref, c) for c in cand_roots)]
+    uncovered = [ref.path for ref in ref_roots if not any(corresponds(cmp, ref, c) for c in cand_roots)]
     return {
         "root_count": Component(float(abs(len(cand_roots) - len(ref_roots))), 0.0, len(ref_roots), len(cand_roots),
                                 unit="count", value_unit="count"),

@@ -12,11 +12,14 @@ silent pass; a
 candidate that has no matched body, or no mass properties, is at the cap.
 
 Scales: mass and principal moments as |log ratio| (tolerance log(1 + relative));
-the centre of mass as a world distance in metres.
+the centre of mass as a world distance in metres; the orientation of the inertia as the
+relative distance between the two world inertia tensors, each divided by its trace.
 """
 from __future__ import annotations
 
 import math
+
+import numpy as np
 
 from usd_repair_verifier.stage_snapshot import spatial
 
@@ -102,7 +105,42 @@ def _invalid_kept(ref_moments: list, cand_moments: list) -> float:
     return min(MAX_LOG_RATIO, max(abs(a - b) for a, b in zip(ref_moments, cand_moments)) / scale)
 
 
-MEASURES = {"mass": mass, "center_of_mass": center_of_mass, "inertia": inertia}
+def _normalized_tensor(props):
+    """The world inertia tensor divided by its trace (the sum of the moments), or None when that
+    is not a positive finite number: what is left is how the mass is spread, not how much."""
+    tensor = np.array(props.inertia_tensor, dtype=float)
+    trace = float(np.trace(tensor))
+    if not (math.isfinite(trace) and trace > 0 and np.all(np.isfinite(tensor))):
+        return None
+    return tensor / trace
+
+
+def inertia_orientation(cmp: Comparison, target: str):
+    """How the inertia is oriented and distributed, whatever its size: the relative Frobenius
+    distance between the two world tensors, each divided by its trace. A principal frame turned
+    where the moments differ, or moments permuted among the body's axes, moves it; a rotation
+    about an axis of equal moments (no physical change) does not, and neither does a scale
+    common to every moment (the inertia measure's)."""
+    pair = _pair(cmp, target, "inertia")
+    if isinstance(pair, Unmeasured):
+        return pair
+    ref, cand = pair
+    tol = cmp.tolerances["inertia_relative"]
+    ref_tensor = _normalized_tensor(ref)
+    if ref_tensor is None:
+        return Unmeasured(f"the reference's inertia of {target} has no positive finite sum of moments")
+    shown = [list(row) for row in ref.inertia_tensor]
+    cand_tensor = _normalized_tensor(cand) if cand is not None else None
+    if cand_tensor is None:
+        return {"tensor": Component(MAX_LOG_RATIO, tol, shown, None if cand is None else
+                                    [list(row) for row in cand.inertia_tensor], unit="1", value_unit="kg m^2")}
+    error = float(np.linalg.norm(cand_tensor - ref_tensor) / np.linalg.norm(ref_tensor))
+    return {"tensor": Component(error, tol, shown, [list(row) for row in cand.inertia_tensor], unit="1",
+                                value_unit="kg m^2")}
+
+
+MEASURES = {"mass": mass, "center_of_mass": center_of_mass, "inertia": inertia,
+            "inertia_orientation": inertia_orientation}
 
 
 def targets(reference, measure: str | None = None) -> list[str]:

@@ -37,6 +37,10 @@ PRESERVATION = (
     Gate("static_scenery", "scene_preservation:static_scenery"),
     Gate("simulator_attributes", "scene_preservation:simulator_attributes"),
     Gate("healthy_materials", "scene_preservation:healthy_materials"),
+    Gate("contact_pairs", "physics_model_preservation:contact_pairs"),
+    Gate("simulation_owners", "physics_model_preservation:simulation_owners"),
+    Gate("simulator_relationships", "physics_model_preservation:simulator_relationships"),
+    Gate("joint_body_order", "physics_model_preservation:joint_body_order"),
 )
 OBJECTIVE = (
     Gate("all_joints", "objective:all_joints"),

@@ -8,7 +8,7 @@ survive in the candidate, and nothing of the kind may be added.
   like components (placement and shape of the surface, kind and size of the solid):
   none missing, none moved or reshaped, none added;
 - simulator_attributes: on every matched element (bodies, joints, colliders, their
-  physics materials, scenes, and prims such as actuators attached to them), every
+  physics materials, scenes, articulation roots, and prims such as actuators attached to them), every
   authored attribute of a simulator namespace resolves to an equal value, and none
   is added (stage_snapshot/scene.py says which attributes and units);
 - healthy_materials: the resolved visual surface of every visible part (bound
@@ -21,6 +21,7 @@ import math
 
 import numpy as np
 
+from usd_repair_verifier.checks import articulation
 from usd_repair_verifier.checks.measurement import Comparison
 from usd_repair_verifier.checks.registry import Measurements
 from usd_repair_verifier.profiles.schema import Profile
@@ -135,6 +136,13 @@ def _element_pairs(cmp: Comparison) -> list[tuple[str, str]]:
     cand_scenes = [s.path for s in cmp.candidate.scenes]
     if len(ref_scenes) == len(cand_scenes):
         pairs += list(zip(ref_scenes, cand_scenes))   # sorted by path; unequal counts fail physics_scene
+    # Articulation roots that are no body or joint (an Xform above the bodies): the one candidate
+    # root at the same kind of location (articulation family); none or several fail that family.
+    for root in cmp.reference.articulation_roots:
+        if root.kind in ("ancestor", "other"):
+            found = [c.path for c in cmp.candidate.articulation_roots if articulation.corresponds(cmp, root, c)]
+            if len(found) == 1:
+                pairs.append((root.path, found[0]))
     return pairs
 
 

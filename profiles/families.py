@@ -257,10 +257,14 @@ FAMILIES: tuple[Family, ...] = (
         # Unmeasured (so neither gating nor preserved) where the reference establishes nothing.
         measures=(Measure(name="mass", target_kind=TargetKind.BODY, objective_gate="all_bodies", preservation_gate="healthy_body_properties", tolerances=("mass_relative",), knock_on=(MOVES_MASS,)),
          Measure(name="center_of_mass", target_kind=TargetKind.BODY, objective_gate="all_bodies", preservation_gate="healthy_body_properties", tolerances=("com_m",), knock_on=(MOVES_MASS,)),
-         Measure(name="inertia", target_kind=TargetKind.BODY, objective_gate="all_bodies", preservation_gate="healthy_body_properties", tolerances=("inertia_relative",), knock_on=(MOVES_MASS,))),
+         Measure(name="inertia", target_kind=TargetKind.BODY, objective_gate="all_bodies", preservation_gate="healthy_body_properties", tolerances=("inertia_relative",), knock_on=(MOVES_MASS,)),
+         Measure(name="inertia_orientation", target_kind=TargetKind.BODY, objective_gate="all_bodies", preservation_gate="healthy_body_properties",
+                 tolerances=("inertia_relative",), knock_on=(MOVES_MASS,))),
         tolerances={"mass_relative": 0.01,      # |log ratio| <= log1p(.)
          "com_m": 1e-3,              # world distance, metres
-         "inertia_relative": 0.02},  # max |log ratio| over sorted principal moments <= log1p(.)
+         # max |log ratio| over sorted principal moments <= log1p(.); and for inertia_orientation
+         # |I_c/tr I_c - I_r/tr I_r|_F / |I_r/tr I_r|_F <= (.) of the world tensors I
+         "inertia_relative": 0.02},
         fault_kinds=(FaultKind(name="mass_unit_factor", target=TargetKind.BODY, checks=(("mass", "mass"), ("mass", "inertia")),
                    summary="a body's mass authored in grams for kilograms (mass and inertia x1000)",
                    injector=_inject("mass", "mass_unit_factor")),
@@ -271,7 +275,10 @@ FAMILIES: tuple[Family, ...] = (
                    summary="a body's diagonal inertia authored with a zero and a negative moment",
                    injector=_inject("mass", "inertia_invalid")),
          FaultKind(name="center_of_mass_moved", target=TargetKind.BODY, checks=(("mass", "center_of_mass"),),
-                   summary="a body's centre of mass authored 20% of its size away", injector=_inject("mass", "center_of_mass_moved"))),
+                   summary="a body's centre of mass authored 20% of its size away", injector=_inject("mass", "center_of_mass_moved")),
+         FaultKind(name="inertia_orientation", target=TargetKind.BODY, checks=(("mass", "inertia_orientation"),),
+                   summary="a body's principal axes of inertia turned 90 degrees where its moments differ (the same "
+                   "moments about other axes)", injector=_inject("mass", "inertia_orientation"))),
         reads=(*MASS_ATTRIBUTES, *COLLIDER_ATTRIBUTES, SHAPE), scope=Scope.BODY_PRIMS,
     ),
     Family(
@@ -294,6 +301,27 @@ FAMILIES: tuple[Family, ...] = (
                    injector=_inject("material", "physics_material"))),
         # The display primvars, and every physics: attribute no other family claims (friction, restitution).
         reads=("primvars:display*", "physics:*"), scope=Scope.BOUND_MATERIALS,
+    ),
+    Family(
+        name="contact", module="contact",
+        # The collider pairs a simulator lets touch (collision groups, filtered pairs), on the
+        # whole asset: a filter concerns two elements at once.
+        measures=(Measure(name="pairs", target_kind=TargetKind.ASSET, objective_gate="all_bodies", preservation_gate="contact_pairs"),),
+        tolerances={},
+        fault_kinds=(FaultKind(name="collision_filter", target=TargetKind.ASSET, checks=(("contact", "pairs"),),
+                   summary="a body filtered from what it touches in the reference (physics:filteredPairs)",
+                   injector=_inject("contact", "collision_filter")),),
+        reads=("physics:filteredPairs", "physics:filteredGroups", "physics:invertFilteredGroups",
+               "physics:mergeGroup", "collection:colliders*"),
+    ),
+    Family(
+        name="owner", module="owners",
+        measures=(Measure(name="owners", target_kind=TargetKind.BODY, objective_gate="all_bodies", preservation_gate="simulation_owners"),),
+        tolerances={},
+        fault_kinds=(FaultKind(name="simulation_owner", target=TargetKind.BODY, checks=(("owner", "owners"),),
+                   summary="a body's physics:simulationOwner set to a scene that does not exist",
+                   injector=_inject("contact", "simulation_owner")),),
+        reads=("physics:simulationOwner",), scope=Scope.BODY_PRIMS,
     ),
     Family(
         name="composition", module="composition",

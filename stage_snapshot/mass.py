@@ -142,6 +142,18 @@ class MassProperties:
     collider_sources: dict[str, str] = field(default_factory=dict)
     notes: tuple[str, ...] = ()  # unrecognised colliders, fallbacks, API quirks
 
+    @property
+    def inertia_tensor(self) -> tuple[tuple[float, float, float], ...]:
+        """The inertia tensor about the centre of mass in world axes (kg m^2): R diag(moments) R^T
+        with R the principal axes (its columns in the order of the sorted moments). Two bodies
+        compare by it without choosing eigenvectors, which equal moments leave undetermined."""
+        w, x, y, z = self.principal_axes
+        r = np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+                      [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+                      [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+        tensor = r @ np.diag(self.principal_inertia) @ r.T
+        return tuple(tuple(float(v) for v in row) for row in tensor)
+
 
 
 # --------------------------------------------------------------------------

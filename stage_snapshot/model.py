@@ -183,6 +183,12 @@ class StageSnapshot:
     # those the stage cannot take: (prim path, set, `PRIM:SET=SELECTION: why`): no such prim, set or variant
     hidden_physics: str | None = None
     # a stage that composes no physics: which variant sets hold some (variant_selections.py)
+    contact: Any = None
+    # physics_model.ContactModel: collision groups, filtered pairs, the collider pairs they keep apart
+    simulation_owners: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # body, collider, joint or articulation root path -> its physics:simulationOwner targets (sorted)
+    simulator_relationships: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)
+    # prim path -> {relationship: targets} a simulator reads, not measured elsewhere (physics_model.py)
 
     def body_components(self, body: str | None) -> list[VisualComponent]:
         return [c for c in self.components.values() if c.body == body]

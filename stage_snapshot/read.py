@@ -18,6 +18,7 @@ from pxr import Gf, Sdf, Tf, Usd, UsdGeom, UsdPhysics
 
 from . import authoring_problems, spatial, variant_selections as selected
 from .parts import owner_body, read_parts
+from .physics_model import read_physics_model
 from .scene import read_scenes, read_simulator_attributes
 from .texture_digest import texture_digest_scope
 from .model import ArticulationRoot, Body, BodyShape, Drive, Joint, Limit, Pose, StageSnapshot
@@ -124,9 +125,12 @@ def snapshot(stage: Usd.Stage, root_layer: str = "", sampling: dict | None = Non
     timings["authoring"] = round(time.perf_counter() - lap, 6)
     start = time.perf_counter()
     scenes = read_scenes(parsed, mpu)
-    simulator = read_simulator_attributes(stage, set(bodies) | set(joints), set(colliders),
+    simulator = read_simulator_attributes(stage, set(bodies) | set(joints) | {r.path for r in roots}, set(colliders),
                                           {s.path for s in scenes}, mpu, kgpu, tuple(namespaces))
     timings["scene"] = round(time.perf_counter() - start, 6)
+    start = time.perf_counter()
+    physics_model = read_physics_model(stage, parsed, colliders, joints, roots)
+    timings["physics_model"] = round(time.perf_counter() - start, 6)
 
     return StageSnapshot(
         root_layer=str(root_layer),
@@ -146,6 +150,7 @@ def snapshot(stage: Usd.Stage, root_layer: str = "", sampling: dict | None = Non
         authoring_problems=problems,
         scenes=scenes,
         simulator_attributes=simulator,
+        **physics_model,
     )
 
 

@@ -156,7 +156,8 @@ def read_simulator_attributes(stage: Usd.Stage, elements: set[str], colliders: s
     attached: dict[str, list] = {}
     for prim in Usd.PrimRange.Stage(stage, Usd.TraverseInstanceProxies()):
         path = str(prim.GetPath())
-        if path in known or prim.HasAPI(UsdPhysics.MaterialAPI):
+        # A collision group's attributes are measured by what it filters (the contact family).
+        if path in known or prim.HasAPI(UsdPhysics.MaterialAPI) or prim.IsA(UsdPhysics.CollisionGroup):
             continue
         values = prim_attributes(prim, mpu, kgpu, namespaces)
         if not values:

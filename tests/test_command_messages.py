@@ -129,7 +129,7 @@ def test_a_failing_check_is_one_line_not_a_traceback(tmp_path):
     for noise in ("Traceback", "GradingSession object at", "def test_fault_check", "FAILURES", "AssertionError"):
         assert noise not in r.stdout, noise
     assert "check f2-joint.range" in r.stdout and "progress 0.0000" in r.stdout
-    assert "2 failed, 22 passed" in r.stdout     # still pytest's count: the outcome is unchanged
+    assert "2 failed, 26 passed" in r.stdout     # still pytest's count: the outcome is unchanged
 
 
 def test_a_wrong_submission_path_is_a_short_invalid_grade_under_pytest_checks(tmp_path):

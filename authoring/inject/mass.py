@@ -179,3 +179,32 @@ def center_of_mass_moved(stage, target, rng, dirty) -> str:
         raise InjectionError(f"the authored centre of mass of {target} did not take effect")
     return f"centre of mass moved by {moved:.4g} stage units (20% of the body's size {size:.4g})"
 
+
+
+def inertia_orientation(stage, target, rng, dirty) -> str:
+    """The body's authored principal axes turned 90 degrees about the principal axis whose two
+    other moments differ most: the same moments, about other body axes."""
+    prim = writable(rigid_body(stage, target))
+    if not prim.HasAPI(UsdPhysics.MassAPI):
+        raise InjectionError(f"{target} authors no inertia to turn (no MassAPI)")
+    moments = prim.GetAttribute("physics:diagonalInertia").Get()
+    if moments is None or not all(math.isfinite(m) and m > 0 for m in moments):
+        raise InjectionError(f"{target} authors no positive diagonal inertia to turn")
+    spread = [abs(moments[(k + 1) % 3] - moments[(k + 2) % 3]) for k in range(3)]
+    axis = max(range(3), key=lambda k: (spread[k], -k))
+    if spread[axis] <= 0.1 * max(moments):
+        raise InjectionError(f"{target}'s moments are too close to tell its principal axes apart")
+    before = mass_properties.body_mass_properties(stage, target)
+    authored = prim.GetAttribute("physics:principalAxes").Get()
+    old = Gf.Quatf(authored) if authored is not None else Gf.Quatf(1, 0, 0, 0)
+    axis_vector = Gf.Vec3d(0, 0, 0)
+    axis_vector[axis] = 1.0
+    turn = Gf.Quatf(Gf.Rotation(axis_vector, 90.0).GetQuat())
+    new = (old * turn).GetNormalized()
+    set_attribute(prim, "physics:principalAxes", new, Sdf.ValueTypeNames.Quatf, dirty)
+    after = mass_properties.body_mass_properties(stage, target)
+    if before is None or after is None or after.inertia_tensor == before.inertia_tensor:
+        raise InjectionError(f"the turned principal axes of {target} did not take effect")
+    im = new.GetImaginary()
+    return (f"physics:principalAxes turned 90 deg about principal axis {'XYZ'[axis]}: "
+            f"({new.GetReal():.4g}, {im[0]:.4g}, {im[1]:.4g}, {im[2]:.4g})")
