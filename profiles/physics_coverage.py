@@ -297,15 +297,6 @@ def _check_table() -> None:
 _check_table()
 
 
-def measure_names() -> set[str]:
-    """Every name a row may give in `measured_by`: the families' measures, the gates, KNOWN_MEASURES."""
-    from usd_repair_verifier.gates.names import OBJECTIVE_GATES, PRESERVATION_GATES
-    from usd_repair_verifier.profiles.families import FAMILIES
-
-    return ({f"{f.name}.{m.name}" for f in FAMILIES for m in f.measures}
-            | set(PRESERVATION_GATES) | set(OBJECTIVE_GATES) | set(KNOWN_MEASURES))
-
-
 @dataclass(frozen=True)
 class RegisteredProperty:
     schema: str
