@@ -88,7 +88,6 @@ def _builtin(schema: str, package: str, rows: tuple[Row, ...], *properties: str)
 
 SIM = "simulator_attributes"     # every authored simulator attribute of a matched element, in SI
 IMAGEABLE = "inherited from UsdGeomImageable: how a joint is drawn, which no simulator reads"
-NOT_MODELLED = "the grade models rigid bodies only"
 
 # --- usd-core: UsdPhysics -------------------------------------------------------------
 
@@ -255,7 +254,9 @@ NEWTON = (
     + _newton_sim("NewtonPDControlAPI", "newton:constEffort", "newton:kd", "newton:kp")
     + _newton_sim("NewtonPIDControlAPI", "newton:constEffort", "newton:integralMax", "newton:kd", "newton:ki",
                   "newton:kp")
-    + _schema("NewtonPointsDeformableSimAPI", _N, _ignored("physics:masses", f"per-point masses of a deformable: {NOT_MODELLED}"))
+    # Per-point masses of a deformable, which the grade does not model: on a matched element it
+    # is still an authored simulator attribute, and compared as one.
+    + _newton_sim("NewtonPointsDeformableSimAPI", "physics:masses")
     + _newton_sim("NewtonPositionBasedClampingAPI", "newton:lookupEfforts", "newton:lookupPositions")
     + _newton_sim("NewtonSDFCollisionAPI", "newton:contactGap", "newton:contactMargin", "newton:hydroelasticEnabled",
                   "newton:hydroelasticStiffness", "newton:sdfMaxResolution", "newton:sdfNarrowBandInner",

@@ -55,6 +55,8 @@ ALWAYS = (
     ("PhysicsCollisionGroup", "collection:colliders:includes"),
     ("PhysicsCollisionGroup", "physics:invertFilteredGroups"),
     ("PhysicsMassAPI", "physics:principalAxes"),
+    ("PhysicsMassAPI", "physics:diagonalInertia"),
+    ("PhysicsJoint", "physics:collisionEnabled"),
     ("PhysicsRigidBodyAPI", "physics:simulationOwner"),
     ("PhysicsJoint", "physics:body0"),
 )
@@ -131,6 +133,10 @@ def model_differences(ref: dict | str, mutant: dict | str) -> list[str]:
         a, b = ref.get(key), mutant.get(key)
         if a is None or b is None:
             out.append(f"{key}: {'added' if a is None else 'gone'}")
+        elif key == "filtered shape pairs" and a != b:
+            added, removed = sorted(set(b) - set(a)), sorted(set(a) - set(b))
+            out.append(f"{key}: {len(added)} added (e.g. {' / '.join(added[0]) if added else '-'}), "
+                       f"{len(removed)} removed (e.g. {' / '.join(removed[0]) if removed else '-'})")
         elif not _same(a, b):
             out.append(f"{key}: {_short(a)} -> {_short(b)}")
     return out
@@ -246,11 +252,13 @@ def _changed_value(attr_name: str, type_name: str, value, allowed: list[str], rn
         return int(value or 0) + 3
     if t in ("float", "double", "half"):
         v = float(value) if value is not None else 0.0
-        if not math.isfinite(v):
-            return math.copysign(30.0, v) if "ower" in attr_name or v < 0 else 30.0
+        if not math.isfinite(v):   # unlimited, or a schema's "not set" (-inf): a plausible finite value
+            return -30.0 if attr_name.endswith(("lowerLimit", ":low")) else 30.0
         return v * 3.0 if v != 0.0 else 0.5
     if t.startswith(("quat",)):
-        q = Gf.Quatd(value.GetReal(), Gf.Vec3d(value.GetImaginary())) if value is not None else None
+        # (0, 0, 0, 0) is principalAxes' "not set": the identity, as UsdPhysics reads it
+        q = Gf.Quatd(value.GetReal(), Gf.Vec3d(value.GetImaginary())) \
+            if value is not None and value.GetLength() > 0 else None
         rotated = _rotated(q, rng.randrange(3))
         return Gf.Quatf(rotated) if t == "quatf" else rotated
     if t.endswith("[]"):
@@ -430,6 +438,10 @@ def mutation_for(row: table.Row, stage: Usd.Stage, targeted: set[str], rng: rand
             hosts = [(p, "") for p in candidates]
     if not hosts:
         raise NotApplicable(f"no healthy prim has or takes {row.schema}")
+    if row.property in ("physics:principalAxes", "physics:diagonalInertia"):
+        # An orientation or moments mean something where the moments are authored.
+        authored = [h for h in hosts if h[0].GetAttribute("physics:diagonalInertia").HasAuthoredValue()]
+        hosts = authored or hosts
     prim, instance = rng.choice(sorted(hosts, key=lambda h: (str(h[0].GetPath()), h[1])))
     name = row.property.replace("__INSTANCE_NAME__", instance)
     if row.kind == table.RELATIONSHIP:
@@ -457,14 +469,20 @@ def write_mutant(reference: Path, folder: Path, mutation: Mutation) -> Path:
 
 
 def sample(rows: list[table.Row], rng: random.Random) -> list[table.Row]:
-    """ALWAYS, then a seeded sample; one row per (property, decision) where built-ins repeat a row."""
-    unique = {}
-    for r in rows:
-        unique.setdefault((r.via or r.schema, r.property), r)
+    """ALWAYS, then a seeded sample that visits the schemas in turn (one row of each, shuffled,
+    then a second of each...), so the many solver settings of a few scene schemas do not crowd
+    out the rest. A row a built-in API repeats (`via`) is the same property: mutated once."""
     forced = [table.BY_KEY[k] for k in ALWAYS]
-    rest = sorted((r for r in unique.values() if r not in forced), key=lambda r: r.key)
-    rng.shuffle(rest)
-    return forced + rest
+    by_schema: dict[str, list[table.Row]] = {}
+    for r in sorted(rows, key=lambda r: r.key):
+        if not r.via and r not in forced:
+            by_schema.setdefault(r.schema, []).append(r)
+    schemas = sorted(by_schema)
+    rng.shuffle(schemas)
+    for rows_of in by_schema.values():
+        rng.shuffle(rows_of)
+    rounds = max(len(v) for v in by_schema.values())
+    return forced + [by_schema[s][i] for i in range(rounds) for s in schemas if i < len(by_schema[s])]
 
 
 # --- the test ------------------------------------------------------------------------------
