@@ -46,7 +46,7 @@ FIXTURES = {
     "gripper": CASES / "gripper_missing_and_drive",  # drives, mesh colliders, a scene, masses on bodies
 }
 SEED = int(os.environ.get("USDGRADE_DIFFERENTIAL_SEED", "20261207"))
-ROWS_PER_FIXTURE = int(os.environ.get("USDGRADE_DIFFERENTIAL_ROWS", "16"))
+ROWS_PER_FIXTURE = int(os.environ.get("USDGRADE_DIFFERENTIAL_ROWS", "18"))
 # Newton stores float32: a relative difference above this (and an absolute one above ABS) is a change.
 REL, ABS = 1e-4, 1e-7
 # Rows forced into every sample: the ways a simulator's model changes that attributes alone do not show.
@@ -273,6 +273,8 @@ def _changed_value(attr_name: str, type_name: str, value, allowed: list[str], rn
             return Gf.Vec3f(v[1], v[2], v[0]) if any(v) else Gf.Vec3f(1, 0, 0)
         if not all(math.isfinite(c) for c in v):
             v = [0.0, 0.0, 0.0]
+        if attr_name.endswith("diagonalInertia") and not any(v):   # unset: plausible moments, kg m^2
+            return Gf.Vec3f(1e-3, 2e-3, 3e-3)
         offset = [0.031, -0.017, 0.023]
         scale = max(abs(c) for c in v) or 1.0
         new = [c * 1.5 + o * scale for c, o in zip(v, offset)]
@@ -312,7 +314,8 @@ def _apply_schema(prim: Usd.Prim, schema: str, property_name: str) -> None:
 
 
 def _group(stage, path: str, includes=(), excludes=(), filtered=(), invert: bool | None = None,
-           merge: str | None = None, expansion: str | None = None, include_root: bool | None = None) -> None:
+           merge: str | None = None, expansion: str | None = None, include_root: bool | None = None,
+           expression: str | None = None, mode: str | None = None) -> None:
     group = UsdPhysics.CollisionGroup.Define(stage, path)
     collection = Usd.CollectionAPI(group.GetPrim(), "colliders")
     for target in includes:
@@ -329,6 +332,10 @@ def _group(stage, path: str, includes=(), excludes=(), filtered=(), invert: bool
         collection.CreateExpansionRuleAttr(expansion)
     if include_root is not None:
         collection.CreateIncludeRootAttr(include_root)
+    if expression is not None:
+        collection.CreateMembershipExpressionAttr(Sdf.PathExpression(expression))
+    if mode is not None:
+        group.GetPrim().CreateAttribute("collection:colliders:mode", Sdf.ValueTypeNames.Token).Set(mode)
 
 
 def _group_mutation(row, stage, prims, rng) -> tuple[str, str, Callable]:
@@ -359,8 +366,14 @@ def _group_mutation(row, stage, prims, rng) -> tuple[str, str, Callable]:
         says = f"groups {g} (holding {a}, filters itself) and {h} (holding {b}) merged as one"
         make = lambda s: (_group(s, g, includes=[a], filtered=[g], merge="merged"),
                           _group(s, h, includes=[b], merge="merged"))
-    else:
-        raise NotApplicable(f"{prop}: no group mutation")
+    elif prop == "collection:colliders:membershipExpression":
+        says = f"group {g} with membershipExpression {root}//* (no includes), filters itself"
+        make = lambda s: _group(s, g, filtered=[g], expression=f"{root}//*")
+    elif prop == "collection:colliders:mode":
+        says = f"group {g} in mode 'expression' with membershipExpression {root}//* and includes {a}, filters itself"
+        make = lambda s: _group(s, g, includes=[a], filtered=[g], expression=f"{root}//*", mode="expression")
+    else:   # collection:colliders itself is an opaque attribute: no value to author
+        raise NotApplicable(f"{prop}: an opaque attribute, the collection's name only")
     return g, says, make
 
 
@@ -413,7 +426,10 @@ def _relationship_mutation(row, prim, prims, stage, rng) -> tuple[str, Callable]
             _apply_schema(p, row.schema, name)
             p.CreateRelationship(name).SetTargets(new)
         return f"filteredPairs of {path} -> {[str(p) for p in new][:4]} (root {root.GetPath()})", apply
-    if name in ("newton:mimicJoint", "newton:targets", "proxyPrim"):
+    if name == "proxyPrim":
+        new = sorted(bodies)[0] if bodies else str(stage.GetDefaultPrim().GetPath())
+        return f"proxyPrim -> {new}", lambda s: s.GetPrimAtPath(path).CreateRelationship(name).SetTargets([Sdf.Path(new)])
+    if name in ("newton:mimicJoint", "newton:targets"):
         raise NotApplicable(f"{name}: the fixture has no such relationship to retarget")
     raise NotApplicable(f"{name}: no relationship mutation")
 
@@ -472,7 +488,12 @@ def sample(rows: list[table.Row], rng: random.Random) -> list[table.Row]:
     """ALWAYS, then a seeded sample that visits the schemas in turn (one row of each, shuffled,
     then a second of each...), so the many solver settings of a few scene schemas do not crowd
     out the rest. A row a built-in API repeats (`via`) is the same property: mutated once."""
-    forced = [table.BY_KEY[k] for k in ALWAYS]
+    # The rows the table ignores too, once each: they must leave Newton's model as it was.
+    ignored: dict[str, table.Row] = {}
+    for r in sorted(rows, key=lambda r: (r.schema != "PhysicsJoint", r.key)):   # the base joint fits any joint
+        if r.ignored and not r.via:
+            ignored.setdefault(r.property, r)
+    forced = [table.BY_KEY[k] for k in ALWAYS] + sorted(ignored.values(), key=lambda r: r.key)
     by_schema: dict[str, list[table.Row]] = {}
     for r in sorted(rows, key=lambda r: r.key):
         if not r.via and r not in forced:
