@@ -27,16 +27,16 @@ registry at run time: a physics property the table does not decide about, or a r
 the registry no longer has, fails the suite, so a new usd-core or newton-usd-schemas cannot add one
 silently.
 
-**Measured by** names a check family's measure as `family.measure` (docs/measurement.md), a gate
-(docs/preservation.md), or one of these readings:
+**Measured by** names a check family's measure as `family.measure` (docs/measurement.md) or a
+preservation gate (docs/preservation.md); these compare what lives beyond attributes:
 
-| reading | what it compares |
+| measure or gate | what it compares |
 |---|---|
 | `contact_pairs` | the collider pairs that may touch (filtered pairs, collision groups and their collections, jointed bodies' `collisionEnabled`), through the correspondence |
 | `simulation_owners` | each body's, collider's, joint's and articulation's owning scenes, through the scene correspondence |
-| `inertia tensor (mass family)` | principal moments and their orientation in a common frame |
-| `simulator relationships` | every relationship in a simulator namespace, its targets mapped through the correspondence |
-| `joint body order` | which body is `body0` and which `body1` (Newton refuses a reversed joint) |
+| `mass.inertia_orientation` | the orientation of a body's inertia tensor in a common frame (the moments: `mass.inertia`) |
+| `simulator_relationships` | every relationship in a simulator namespace, its targets mapped through the correspondence |
+| `joint_body_order` | which body is `body0` and which `body1` (Newton refuses a reversed joint) |
 | `simulator_attributes` | every authored simulator attribute of a matched element (body, joint, collider, scene, the physics material bound to a collider, a prim whose relationship names one), in SI where UsdPhysics gives the unit; one added fails too |
 
 A multiple-apply schema's properties are listed under its instance-name template
