@@ -121,7 +121,7 @@ MATERIAL = _schema(
 )
 RIGID_BODY = _schema(
     "PhysicsRigidBodyAPI", USD_CORE,
-    _m("physics:rigidBodyEnabled", "body.state", "degrees_of_freedom"),
+    _m("physics:rigidBodyEnabled", "body.state"),
     _m("physics:kinematicEnabled", "body.state"),
     _m("physics:velocity", SIM),
     _m("physics:angularVelocity", SIM),

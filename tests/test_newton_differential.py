@@ -551,3 +551,28 @@ def test_what_newton_sees_the_grade_sees(name, tmp_path, reports):
                           f"    Newton saw: {'; '.join(changed[:4])}")
     assert done >= min(ROWS_PER_FIXTURE, 6), f"only {done} rows could be mutated on {name}: {skipped[:10]}"
     assert not misses, f"{len(misses)} of {done} mutations Newton sees and the grade does not:\n" + "\n".join(misses)
+
+
+# --- the harness itself (fast) ----------------------------------------------------------------
+
+def test_a_change_in_the_built_model_is_named_and_float32_noise_is_not():
+    ref = {"body /a: mass": 1.0, "body /a: inertia tensor": np.eye(3), "filtered shape pairs": (("/a/s", "/b/s"),)}
+    assert model_differences(ref, dict(ref)) == []
+    noisy = dict(ref, **{"body /a: mass": 1.0 + 1e-6, "body /a: inertia tensor": np.eye(3) * (1 + 1e-6)})
+    assert model_differences(ref, noisy) == []
+    changed = dict(ref, **{"body /a: mass": 3.0, "filtered shape pairs": (("/a/s", "/b/s"), ("/a/s", "/floor"))})
+    said = model_differences(ref, changed)
+    assert said == ["body /a: mass: 1.0 -> 3.0", "filtered shape pairs: 1 added (e.g. /a/s / /floor), 0 removed (e.g. -)"]
+    assert model_differences(ref, "the USD importer refused the asset: Reversed joints") == [
+        "Newton refuses the mutant: the USD importer refused the asset: Reversed joints"]
+
+
+def test_the_sample_is_fixed_by_the_seed_and_starts_with_the_forced_rows():
+    first = sample(list(table.ROWS), random.Random(f"{SEED}:ant"))
+    again = sample(list(table.ROWS), random.Random(f"{SEED}:ant"))
+    other = sample(list(table.ROWS), random.Random(f"{SEED + 1}:ant"))
+    assert [r.key for r in first] == [r.key for r in again] != [r.key for r in other]
+    assert [r.key for r in first[:len(ALWAYS)]] == list(ALWAYS)
+    assert {r.key for r in first} >= {r.key for r in table.ROWS if r.ignored and r.schema == "PhysicsJoint"}
+    # every row the table decides on its own (not a built-in's repeat) is reached by some run
+    assert {r.key for r in first} == {r.key for r in table.ROWS if not r.via}
