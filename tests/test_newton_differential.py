@@ -94,8 +94,11 @@ def newton_model(root_layer: Path) -> dict | str:
         facts[f"shape {label}: collides"] = bool(flags[i] & collide)
         facts[f"shape {label}: collision group"] = int(group[i])
         facts[f"shape {label}: body"] = bodies[shape_body[i]] if shape_body[i] >= 0 else "world"
-    facts["filtered shape pairs"] = tuple(sorted(tuple(sorted((shapes[a], shapes[b])))
-                                                 for a, b in model.shape_collision_filter_pairs))
+    # Only pairs that could touch otherwise: two colliding shapes on different bodies (shapes of one
+    # body, or of the static world, never collide whatever the filters say).
+    facts["filtered shape pairs"] = tuple(sorted(
+        tuple(sorted((shapes[a], shapes[b]))) for a, b in model.shape_collision_filter_pairs
+        if flags[a] & collide and flags[b] & collide and shape_body[a] != shape_body[b]))
     jtype, parent, child = model.joint_type.numpy(), model.joint_parent.numpy(), model.joint_child.numpy()
     x_p, x_c = model.joint_X_p.numpy(), model.joint_X_c.numpy()
     qd_start = model.joint_qd_start.numpy()
@@ -261,9 +264,11 @@ def _changed_value(attr_name: str, type_name: str, value, allowed: list[str], rn
             if value is not None and value.GetLength() > 0 else None
         rotated = _rotated(q, rng.randrange(3))
         return Gf.Quatf(rotated) if t == "quatf" else rotated
+    if t in ("token[]", "string[]"):
+        return [*list(value or []), "mutant"]
     if t.endswith("[]"):
         items = list(value or [])
-        return [x * 3.0 for x in items] if items else [1.0, 2.0]
+        return [x * 3 for x in items] if items else [1.0, 2.0]
     if t in ("float3", "double3", "vector3f", "point3f", "vector3d", "point3d", "normal3f", "color3f"):
         v = [float(c) for c in value] if value is not None else [0.0, 0.0, 0.0]
         if attr_name.endswith("diagonalInertia") and len(set(v)) > 1 and all(math.isfinite(c) for c in v):
@@ -360,8 +365,8 @@ def _group_mutation(row, stage, prims, rng) -> tuple[str, str, Callable]:
         says = f"group {g} includes {a} with expansionRule explicitOnly, filters group {h} (holding {b})"
         make = lambda s: (_group(s, g, includes=[a], filtered=[h], expansion="explicitOnly"), _group(s, h, includes=[b]))
     elif prop == "collection:colliders:includeRoot":
-        says = f"group {g} with includeRoot = true (includes /), filters itself"
-        make = lambda s: _group(s, g, includes=["/"], filtered=[g], include_root=True)
+        says = f"group {g} with includeRoot = true (the whole stage), filters itself"
+        make = lambda s: _group(s, g, filtered=[g], include_root=True)
     elif prop == "physics:mergeGroup":
         says = f"groups {g} (holding {a}, filters itself) and {h} (holding {b}) merged as one"
         make = lambda s: (_group(s, g, includes=[a], filtered=[g], merge="merged"),
