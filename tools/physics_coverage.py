@@ -39,6 +39,12 @@ preservation gate (docs/preservation.md); these compare what lives beyond attrib
 | `joint_body_order` | which body is `body0` and which `body1` (Newton refuses a reversed joint) |
 | `simulator_attributes` | every authored simulator attribute of a matched element (body, joint, collider, scene, the physics material bound to a collider, a prim whose relationship names one), in SI where UsdPhysics gives the unit; one added fails too |
 
+`tests/test_newton_differential.py` checks the table against the simulator: on fixture references it
+mutates one healthy property per row (a seeded sample), imports reference and mutant into Newton's
+`ModelBuilder` and asserts that whatever changes the built model (masses, inertia tensors, centres of
+mass, which shapes collide and which pairs are filtered, joint types, bodies, frames, axes, limits,
+drives) lowers the grade below 1.0, and that the rows ignored here leave the model as it was.
+
 A multiple-apply schema's properties are listed under its instance-name template
 (`drive:__INSTANCE_NAME__:physics:stiffness` stands for `drive:angular:physics:stiffness`, ...). A
 property an API schema gets from a schema it builds in is decided as there (**via**).
