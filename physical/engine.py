@@ -130,15 +130,9 @@ def load(root_layer: Path, settings: RunSettings, variant_selections: dict | Non
         # silently becomes dynamic; either way the run would not test the authored asset.
         raise EngineRefusal(f"kinematic non-root bodies (unsupported by the MuJoCo solver): "
                             f"{', '.join(facts.kinematic_non_root)}")
-    builder = newton.ModelBuilder()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        try:
-            builder.add_usd(stage, parse_mujoco_options=settings.parse_mujoco_options,
-                            collapse_fixed_joints=settings.collapse_fixed_joints,
-                            joint_ordering=settings.joint_ordering)
-        except Exception as error:  # the importer's own refusal: reversed joints, bad schemas...
-            raise EngineRefusal(f"the USD importer refused the asset: {type(error).__name__}: {error}") from error
+        builder = import_usd(stage, settings)
         ground = None
         if not facts.has_plane_collider and facts.lowest_collider_z is not None:
             builder.add_ground_plane(height=facts.lowest_collider_z, label="usdgrade_ground")
@@ -169,6 +163,21 @@ def load(root_layer: Path, settings: RunSettings, variant_selections: dict | Non
     # gives the joint-space inertia the programs are scaled by
     loaded.inertia_diagonal = _inertia_diagonal(loaded, make_solver(loaded, settings))
     return loaded
+
+
+def import_usd(stage, settings: RunSettings):
+    """A `newton.ModelBuilder` holding the composed stage as Newton's USD importer reads it, with
+    the run's import settings (not finalized: the caller adds what it needs, then finalizes)."""
+    import newton
+
+    builder = newton.ModelBuilder()
+    try:
+        builder.add_usd(stage, parse_mujoco_options=settings.parse_mujoco_options,
+                        collapse_fixed_joints=settings.collapse_fixed_joints,
+                        joint_ordering=settings.joint_ordering)
+    except Exception as error:  # the importer's own refusal: reversed joints, bad schemas...
+        raise EngineRefusal(f"the USD importer refused the asset: {type(error).__name__}: {error}") from error
+    return builder
 
 
 def _refuse_massless_moving_bodies(loaded: Loaded) -> None:
