@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .corrections import correct
 from .settings import RunSettings
 
 # Newton joint types (newton.JointType values): prismatic and revolute carry one driven coordinate;
@@ -113,6 +114,7 @@ class Loaded:
     limit_upper: np.ndarray
     warnings: list[str] = field(default_factory=list)
     inertia_diagonal: np.ndarray | None = None   # joint-space M_ii per dof at the initial pose
+    corrections: list[dict] = field(default_factory=list)   # physical/corrections.py, as applied
 
 
 def load(root_layer: Path, settings: RunSettings, variant_selections: dict | None = None) -> Loaded:
@@ -139,6 +141,8 @@ def load(root_layer: Path, settings: RunSettings, variant_selections: dict | Non
                             joint_ordering=settings.joint_ordering)
         except Exception as error:  # the importer's own refusal: reversed joints, bad schemas...
             raise EngineRefusal(f"the USD importer refused the asset: {type(error).__name__}: {error}") from error
+        # what the MuJoCo solver refuses in real assets, made loadable by one rule for both sides
+        corrections = correct(builder, facts.meters_per_unit)
         ground = None
         if not facts.has_plane_collider and facts.lowest_collider_z is not None:
             builder.add_ground_plane(height=facts.lowest_collider_z, label="usdgrade_ground")
@@ -163,23 +167,12 @@ def load(root_layer: Path, settings: RunSettings, variant_selections: dict | Non
         limit_lower=model.joint_limit_lower.numpy().astype(float),
         limit_upper=model.joint_limit_upper.numpy().astype(float),
         warnings=sorted({str(w.message).splitlines()[0][:300] for w in caught}),
+        corrections=corrections,
     )
-    _refuse_massless_moving_bodies(loaded)
     # the solver conversion is part of "the engine accepts the asset"; its MuJoCo model also
     # gives the joint-space inertia the programs are scaled by
     loaded.inertia_diagonal = _inertia_diagonal(loaded, make_solver(loaded, settings))
     return loaded
-
-
-def _refuse_massless_moving_bodies(loaded: Loaded) -> None:
-    model = loaded.model
-    child = model.joint_child.numpy()
-    parent = model.joint_parent.numpy()
-    welded = {int(c) for c, p, t in zip(child, parent, loaded.joint_type) if p == -1 and t == FIXED}
-    massless = [loaded.body_labels[b] for b in range(len(loaded.body_labels))
-                if b not in welded and not loaded.body_mass_kg[b] > 0.0]
-    if massless:
-        raise EngineRefusal(f"moving bodies without mass (the solver needs positive mass): {', '.join(massless)}")
 
 
 def make_solver(loaded: Loaded, settings: RunSettings):

@@ -267,6 +267,7 @@ def _check_payload(payload: dict, exit_code: int, submission: Path, loaded, reco
     record["correspondence"] = payload["correspondence"]
     record["engine"]["warnings"] = payload["engine_warnings"]
     record["engine"]["ground_m"] = payload["ground_m"]
+    record["corrections"] = payload["corrections"]
     record["engine"]["refusals"] = {"reference": payload["reference_refusal"], "candidate": payload["candidate_refusal"]}
     record["timings"].update({f"runtime_{k}": v for k, v in payload["timings"].items()})
     if tree_digest(submission) != record["digests"]["candidate"] \

@@ -248,12 +248,17 @@ def test_inverted_joint_limits_are_an_engine_refusal_with_its_reason(tmp_path):
     assert failed(r) == {"load_and_cook.loads"}
 
 
-def test_massless_moving_body_is_a_refusal_with_its_reason(tmp_path):
-    """cheetah_visual_and_shape: fthigh's colliders disabled: the engine gives it no mass."""
+def test_a_moving_body_that_lost_its_mass_loads_with_a_stand_in_and_fails_its_mass(tmp_path):
+    """cheetah_visual_and_shape: fthigh's colliders disabled, so it has no mass and nothing to take
+    one from: it gets the recorded stand-in (physical/corrections.py) on that side only, loads, and
+    its mass is judged against the reference's."""
     case = CASES / "cheetah_visual_and_shape"
     r = run_physical(case, case / "input", tmp_path / "out")
-    assert r["tests"]["load_and_cook"]["loads"]["passed"] is False
-    assert "without mass" in r["reason"] and "fthigh" in r["reason"]
+    assert r["tests"]["load_and_cook"]["loads"]["passed"] is True
+    stand_ins = [c for c in r["corrections"]["candidate"] if c["kind"] == "mass_stand_in"]
+    assert [c["target"].rsplit("/", 1)[-1] for c in stand_ins] == ["fthigh"]
+    assert not [c for c in r["corrections"]["reference"] if c["kind"] == "mass_stand_in"]
+    assert "load_and_cook.body_masses" in failed(r)
 
 
 def test_reference_itself_unloadable_gives_nulls_with_the_reason(tmp_path):

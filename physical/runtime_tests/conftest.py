@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from usd_repair_verifier.physical import engine
-from usd_repair_verifier.physical.property_results import PropertyResult, null
+from usd_repair_verifier.physical.property_results import PropertyResult, _clean, null
 from usd_repair_verifier.physical.settings import SETTINGS, THRESHOLDS
 
 CONFIG_ENV = "USDGRADE_PHYSICAL_CONFIG"
@@ -146,6 +146,9 @@ def pytest_sessionfinish(session, exitstatus):
             "method": pair_.correspondence, "bodies": pair_.bodies, "asset_size_m": pair_.size_m},
         "engine_warnings": None if pair_ is None else {
             "reference": getattr(pair_.reference, "warnings", None), "candidate": getattr(pair_.candidate, "warnings", None)},
+        "corrections": None if pair_ is None else {
+            side: None if loaded is None else [_clean(c) for c in loaded.corrections]
+            for side, loaded in (("reference", pair_.reference), ("candidate", pair_.candidate))},
         "ground_m": None if pair_ is None else {
             "reference": getattr(pair_.reference, "ground_height_m", None),
             "candidate": getattr(pair_.candidate, "ground_height_m", None)},
