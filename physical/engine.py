@@ -117,7 +117,11 @@ class Loaded:
     corrections: list[dict] = field(default_factory=list)   # physical/corrections.py, as applied
 
 
-def load(root_layer: Path, settings: RunSettings, variant_selections: dict | None = None) -> Loaded:
+GRASP_BOX = "usdgrade_grasp_box"
+
+
+def load(root_layer: Path, settings: RunSettings, variant_selections: dict | None = None,
+         grasp_box: dict | None = None) -> Loaded:
     """Import, add the ground, finalize, build the solver once: raises EngineRefusal with the reason.
     The stage is composed with the case's `variant_selections` (a SimReady asset's engine)."""
     import warnings
@@ -143,6 +147,8 @@ def load(root_layer: Path, settings: RunSettings, variant_selections: dict | Non
             raise EngineRefusal(f"the USD importer refused the asset: {type(error).__name__}: {error}") from error
         # what the MuJoCo solver refuses in real assets, made loadable by one rule for both sides
         corrections = correct(builder, facts.meters_per_unit)
+        if grasp_box is not None:
+            _add_grasp_box(builder, grasp_box)
         ground = None
         if not facts.has_plane_collider and facts.lowest_collider_z is not None:
             builder.add_ground_plane(height=facts.lowest_collider_z, label="usdgrade_ground")
@@ -173,6 +179,19 @@ def load(root_layer: Path, settings: RunSettings, variant_selections: dict | Non
     # gives the joint-space inertia the programs are scaled by
     loaded.inertia_diagonal = _inertia_diagonal(loaded, make_solver(loaded, settings))
     return loaded
+
+
+def _add_grasp_box(builder, box: dict) -> None:
+    """The object of the grasp test: a free box (stage units), placed and sized from the reference's
+    gripper (physical/probes.py grasp_setup), of the given density."""
+    import newton
+    import warp as wp
+
+    body = builder.add_body(xform=wp.transform(wp.vec3(*box["center"]), wp.quat(*box["rotation_xyzw"])),
+                            label=GRASP_BOX)
+    config = newton.ModelBuilder.ShapeConfig(density=box["density"])
+    builder.add_shape_box(body, hx=box["half_extents"][0], hy=box["half_extents"][1], hz=box["half_extents"][2],
+                          cfg=config, label=GRASP_BOX + "/shape")
 
 
 def make_solver(loaded: Loaded, settings: RunSettings):
@@ -219,14 +238,25 @@ class Trajectory:
     contacts_max: int | None = None    # most contacts MuJoCo held at any step (None: not readable)
 
 
-def simulate(loaded: Loaded, settings: RunSettings, duration_s: float, joint_force=None) -> Trajectory:
-    """Step from the authored initial state; joint_force(t) -> per-dof generalized force, or None."""
+def simulate(loaded: Loaded, settings: RunSettings, duration_s: float, joint_force=None, gravity=None,
+             before_step=None, joint_targets: dict[int, float] | None = None) -> Trajectory:
+    """Step from the authored initial state; joint_force(t) -> per-dof generalized force, or None;
+    gravity(g0) -> the gravity vector MuJoCo uses (engine units), from the model's own g0;
+    before_step(k, t, state, solver) may hold coordinates or change gravity before each step;
+    joint_targets: {coordinate: target} for the joints' drives (engine units), the rest as authored."""
     import newton
 
     model = loaded.model
     solver = make_solver(loaded, settings)
+    if gravity is not None:   # the CPU solver steps MuJoCo's own model: its option is the gravity used
+        solver.mj_model.opt.gravity[:] = np.asarray(gravity(np.array(solver.mj_model.opt.gravity, dtype=float)))
     state, next_state = model.state(), model.state()
     control = model.control()
+    if joint_targets and control.joint_target_q is not None:
+        targets = control.joint_target_q.numpy()
+        for coord, value in joint_targets.items():
+            targets[coord] = value
+        control.joint_target_q.assign(targets)
     newton.eval_fk(model, model.joint_q, model.joint_qd, state)
     steps = int(round(duration_s / settings.dt_s))
     mpu = loaded.facts.meters_per_unit
@@ -236,6 +266,8 @@ def simulate(loaded: Loaded, settings: RunSettings, duration_s: float, joint_for
     for k in range(steps):
         if joint_force is not None:
             control.joint_f.assign(np.asarray(joint_force(k * settings.dt_s), dtype=np.float32))
+        if before_step is not None:
+            before_step(k, k * settings.dt_s, state, solver)
         state.clear_forces()
         try:
             solver.step(state, next_state, control, None, settings.dt_s)

@@ -38,6 +38,8 @@ class Tests(_Strict):
     rest_and_contact: Properties
     dynamic_response: Properties
     joint_travel: Properties
+    slope_drop: Properties
+    grasp_and_lift: Properties
 
 
 class Summary(_Strict):

@@ -93,6 +93,23 @@ def pair() -> Pair:
     return result
 
 
+def grasp_pair(setup: dict):
+    """Reference and candidate loaded again with the grasp test's box (the reference's size and
+    placement on both): (reference, candidate, refusal or None)."""
+    from usd_repair_verifier.stage_snapshot.variant_selections import applied_selections
+
+    config = _config()
+    selections = applied_selections(config["reference"], config.get("variant_selections") or {})
+    box = dict(setup["box"], density=SETTINGS.grasp_box_density_kg_m3 * CACHE["pair"].reference.facts.meters_per_unit ** 3)
+    loaded = []
+    for side in ("reference", "candidate"):
+        try:
+            loaded.append(engine.load(Path(config[side]), SETTINGS, selections, grasp_box=box))
+        except engine.EngineRefusal as refusal:
+            return None, None, f"the engine refused the {side} with the grasp box: {refusal}"
+    return loaded[0], loaded[1], None
+
+
 def record(results: list[PropertyResult]) -> None:
     RESULTS.extend(r.to_json() for r in results)
     failed = [r for r in results if r.passed is False]
