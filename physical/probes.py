@@ -213,6 +213,7 @@ def gripper(loaded: engine.Loaded) -> dict | str:
     body_q = np.concatenate(engine.initial_body_poses(loaded), axis=1)
     body_q[:, :3] /= loaded.facts.meters_per_unit                       # stage units, as the model's
     prismatic = [j for j, t in enumerate(loaded.joint_type) if t == engine.PRISMATIC]
+    why = []
     for a_index, a in enumerate(prismatic):
         for b in prismatic[a_index + 1:]:
             if parent[a] != parent[b] or parent[a] < 0:
@@ -226,7 +227,9 @@ def gripper(loaded: engine.Loaded) -> dict | str:
             found = _box_between(loaded, (a, b), axes, body_q, joints)
             if isinstance(found, dict):
                 return found
-    return "no gripper: no two prismatic fingers on one body moving along one axis with colliders facing each other"
+            why.append(f"{loaded.joint_labels[a]} and {loaded.joint_labels[b]}: {found}")
+    return ("no gripper: no two prismatic fingers on one body moving along one axis with colliders facing each other"
+            + (f" ({'; '.join(why)})" if why else ""))
 
 
 def _box_between(loaded, pair, axes, body_q, joints) -> dict | str:
