@@ -1,4 +1,4 @@
-"""The four runtime probes: run one loaded package with one program, return plain data.
+"""The runtime probes: run one loaded package with one program, return plain data.
 
 Each probe runs the reference and the candidate with the same settings and the same program;
 programs are built from the reference (joint-space inertia at its initial pose) and carried to
