@@ -20,7 +20,8 @@ EXPECTED_CORRECTIONS = {
     "hyq_shape_and_mass": {"planar_mesh_thickened": 2},
     "unbalanced_inertia_limits": {"inertia_balanced": 1},
     "massless_link_mass": {"mass_stand_in": 1},
-    # two links whose principal moments sit on the edge (A + B within 1e-6 of C): raised by 1e-5 C
+    # two links MuJoCo takes as they are, on the edge: moments (1, 1, 2)e-6 kg m^2 and ~1e-20 kg m^2
+    # (A + B a quarter below C); raised by 2e-11 and 1.4e-20 kg m^2
     "icub_graph_and_parts": {"inertia_balanced": 2},
 }
 # baxter's two-finger grippers are not sized: their colliders' bounds overlap along the closing axis
