@@ -29,7 +29,7 @@ from .record import PhysicalRecord
 from .settings import ENGINE_MODULES, SETTINGS, THRESHOLDS, pinned_versions
 
 PHYSICAL_FILE = "physical.json"
-RECORD_VERSION = "2"
+RECORD_VERSION = "3"   # 3: corrections, slope_drop, grasp_and_lift
 RUNTIME_DIR = Path(__file__).resolve().parent / "runtime_tests"
 CACHE_ENV = "WARP_CACHE_PATH"
 

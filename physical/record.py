@@ -112,7 +112,7 @@ class RuntimeSession(_Strict):
 class PhysicalRecord(_Strict):
     """OUT/physical.json, written by `usdgrade physical`: a separate grade, never combined with the reward."""
 
-    record_version: Literal["2"]
+    record_version: Literal["3"]
     status: Literal["graded", "not_run", "infrastructure_error"]
     reason: str | None = Field(description="why not graded, or the refusal that nulled properties")
     case: str

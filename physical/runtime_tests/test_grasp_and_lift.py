@@ -16,6 +16,10 @@ def test_grasp_and_lift(pair):
     if isinstance(setup, str):
         record_nulls(TEST, PROPERTIES[TEST], setup)
     setup["candidate_parent"] = pair.bodies.get(setup["parent"])
+    unmatched = [label for label in setup["joints"] if pair.joints.get(label) is None]
+    if unmatched:
+        record_nulls(TEST, PROPERTIES[TEST], "the candidate has no joint matching the reference's finger joint "
+                                             + ", ".join(unmatched))
     reference, candidate, refusal = grasp_pair(setup)
     if refusal:
         record_nulls(TEST, PROPERTIES[TEST], refusal)
