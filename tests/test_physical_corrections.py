@@ -55,3 +55,26 @@ def test_planar_mesh_colliders_become_thin_slabs_never_dropped():
     assert [c["target"].rsplit("/", 1)[-1] for c in slabs] == ["tn__Frame001_lC", "tn__Frame002_lC"]
     assert all(c["details"]["thickness_m"] == pytest.approx(0.001) for c in slabs)
     assert all(c["target"] in loaded.collision_shapes for c in slabs)   # still colliders
+
+
+def test_a_moving_assembly_without_mass_takes_its_colliders_volume_at_the_default_density():
+    """Built in Newton directly: a free body whose only collider has no density (no mass) gets the
+    collider's volume at 1000 kg/m^3; a massless body welded to the world stays as it is."""
+    import newton
+    import warp as wp
+
+    from usd_repair_verifier.physical import corrections
+
+    builder = newton.ModelBuilder()
+    free = builder.add_body(xform=wp.transform(wp.vec3(0.0, 0.0, 1.0), wp.quat_identity()), label="/free")
+    builder.add_shape_box(free, hx=0.1, hy=0.2, hz=0.05, cfg=newton.ModelBuilder.ShapeConfig(density=0.0),
+                          label="/free/box")
+    anchored = builder.add_link(label="/anchored")
+    builder.add_shape_box(anchored, hx=0.1, hy=0.1, hz=0.1, cfg=newton.ModelBuilder.ShapeConfig(density=0.0))
+    builder.add_articulation([builder.add_joint_fixed(-1, anchored)])
+    records = corrections.masses_from_colliders(builder, 1.0)
+    assert [(r["kind"], r["target"]) for r in records] == [("mass_from_colliders", "/free")]
+    assert records[0]["details"]["mass_kg"] == pytest.approx(1000.0 * 0.2 * 0.4 * 0.1, rel=1e-5)   # 8 kg
+    assert float(builder.body_mass[anchored]) == 0.0             # welded to the world: not moving
+    inertia = np.asarray(builder.body_inertia[free], dtype=float).reshape(3, 3)
+    assert inertia[2, 2] == pytest.approx(8.0 * (0.2 ** 2 + 0.4 ** 2) / 12.0, rel=1e-4)
