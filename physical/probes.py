@@ -247,7 +247,7 @@ def _box_between(loaded, pair, axes, body_q, joints) -> dict | str:
         return "a finger joint has no limits"
     mpu = loaded.facts.meters_per_unit
     q = loaded.model.joint_q.numpy().astype(float)
-    opening, closing_sign = [0.0, 0.0], [0.0, 0.0]
+    opening, closing_sign, open_q, alongs = [0.0, 0.0], [0.0, 0.0], [0.0, 0.0], [1.0, 1.0]
     for i, j in enumerate(pair):
         along = float(np.dot(axes[i], u))                 # +1 or -1: the finger's axis against u
         coord = q[int(loaded.joint_q_start[j])]
@@ -255,6 +255,7 @@ def _box_between(loaded, pair, axes, body_q, joints) -> dict | str:
         outward = -1.0 if i == low else 1.0               # the low finger opens towards -u
         closing_sign[i] = -outward * along
         opening[i] = (coord - lower if outward * along < 0 else upper - coord) * abs(along)
+        open_q[i], alongs[i] = (lower if closing_sign[i] > 0 else upper), abs(along)
     inner_low = float(np.max(points[low] @ u)) - opening[low]
     inner_high = float(np.min(points[high] @ u)) + opening[high]
     gap = inner_high - inner_low
@@ -274,7 +275,14 @@ def _box_between(loaded, pair, axes, body_q, joints) -> dict | str:
         half[k] = min(0.4 * (hi - lo), gap / 2.0)
         center = center + (lo + hi) / 2.0 * direction
     rotation = np.column_stack((u, v, w))
-    return {"joints": labels, "closing_sign": closing_sign, "ranges_m": [i["upper"] - i["lower"] for i in info], "parent": loaded.body_labels[int(model.joint_parent.numpy()[pair[0]])],
+    # the run starts with the fingers open; a driven finger's target is where its face meets the box
+    # (a quarter of the gap from the open face) and 10 % of the box's width beyond: a firm grip
+    grip_q = [open_q[i] + closing_sign[i] * (0.25 * gap + 0.2 * half[0]) / alongs[i] for i in range(2)]
+    # an undriven finger is pushed as joint_travel pushes: a force that alone would cross its whole
+    # range 16 times over the closing time (M_ii from the reference, like every program here)
+    push = [float(loaded.inertia_diagonal[info[i]["dof"]]) * 16.0 * (info[i]["upper"] - info[i]["lower"]) / mpu
+            for i in range(2)]
+    return {"joints": labels, "push_per_s2": push, "closing_sign": closing_sign, "open_q": open_q, "grip_q": grip_q, "ranges_m": [i["upper"] - i["lower"] for i in info], "parent": loaded.body_labels[int(model.joint_parent.numpy()[pair[0]])],
             "box": {"center": [float(c) for c in center], "rotation_xyzw": _quat_of(rotation),
                     "half_extents": [float(h) for h in half]},
             "opening_m": gap * mpu}
@@ -293,6 +301,20 @@ def _quat_of(r: np.ndarray) -> list[float]:
         q = [0.0, 0.0, 0.0, (r[k, j] - r[j, k]) / s]
         q[i], q[j], q[k] = 0.25 * s, (r[j, i] + r[i, j]) / s, (r[k, i] + r[i, k]) / s
     return [float(x) for x in q]
+
+
+def _stiff_contacts(solver, settings: RunSettings) -> None:
+    """MuJoCo scales a soft contact's stiffness by the bodies' effective mass: on a box of a few grams
+    the fingers' grip is a few hundredths of a newton, and the box creeps out. For the grasp run
+    only, every contact takes the stiffest time constant MuJoCo allows at this step (2 dt, critical
+    damping; MuJoCo's contact override), and friction 1 (sliding), 0.005 (torsional), 0.0001 (rolling)."""
+    import mujoco
+
+    options = solver.mj_model.opt
+    options.o_solref[:] = (2.0 * settings.dt_s, 1.0)
+    options.o_margin = 0.0
+    options.o_friction[:] = (1.0, 1.0, 0.005, 0.0001, 0.0001)
+    options.enableflags |= int(mujoco.mjtEnableBit.mjENBL_OVERRIDE)
 
 
 def grasp(loaded: engine.Loaded, settings: RunSettings, setup: dict, joint_map: dict | None) -> dict:
@@ -323,16 +345,20 @@ def grasp(loaded: engine.Loaded, settings: RunSettings, setup: dict, joint_map: 
     roots = [j for j in free_joints if j != box_joint and int(model.joint_parent.numpy()[j]) == -1]
     box_mass = float(loaded.body_mass_kg[box])
     g = 9.81 / loaded.facts.meters_per_unit
-    force = settings.grasp_force_weight_factor * box_mass * g          # engine units, per finger
+    weight_force = settings.grasp_force_weight_factor * box_mass * g    # engine units, per finger
     per_dof = np.zeros(loaded.joint_dof_count)
-    for dof, sign in zip(finger_dofs, setup["closing_sign"]):
-        per_dof[dof] = sign * force
+    for dof, sign, push in zip(finger_dofs, setup["closing_sign"], setup["push_per_s2"]):
+        per_dof[dof] = sign * max(weight_force, push / settings.grasp_close_s ** 2)
     lift_speed = settings.grasp_lift_speed_mps / loaded.facts.meters_per_unit
     state_gravity = {}
 
     def before_step(k, t, state, solver):
         if "g" not in state_gravity:
             state_gravity["g"] = np.array(solver.mj_model.opt.gravity, dtype=float)
+            _stiff_contacts(solver, settings)
+            q = state.joint_q.numpy()
+            q[finger_coords] = setup["open_q"]          # the box was placed between the open fingers
+            state.joint_q.assign(q)
         lifting = t >= settings.grasp_close_s
         solver.mj_model.opt.gravity[:] = state_gravity["g"] if lifting else 0.0
         q = state.joint_q.numpy()
@@ -348,10 +374,8 @@ def grasp(loaded: engine.Loaded, settings: RunSettings, setup: dict, joint_map: 
         state.joint_q.assign(q)
         state.joint_qd.assign(qd)
 
-    # driven fingers are also commanded to their closing limits (a finger without a drive ignores it)
-    mpu = loaded.facts.meters_per_unit
-    targets = {joints[label]["coord"]: (joints[label]["upper"] if sign > 0 else joints[label]["lower"]) / mpu
-               for label, sign in zip(mine, setup["closing_sign"])}
+    # driven fingers are commanded to grip the box (a finger without a drive ignores it)
+    targets = dict(zip(finger_coords, setup["grip_q"]))
     trajectory = engine.simulate(loaded, settings, settings.grasp_close_s + settings.grasp_lift_s,
                                  lambda t: per_dof, before_step=before_step, joint_targets=targets)
     return {"times": trajectory.times_s, "box": trajectory.body_positions_m[:, box, :],
