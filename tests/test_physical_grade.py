@@ -362,3 +362,23 @@ def test_reversed_joint_is_an_engine_refusal_with_its_reason(tmp_path):
     assert "Reversed joints are not supported" in r["tests"]["load_and_cook"]["loads"]["reason"]
     assert all(p["passed"] is None and "engine refused the candidate" in p["reason"]
                for p in properties(r) if p["name"] != "loads")
+
+
+def test_a_finger_that_no_longer_collides_drops_the_box_in_the_grasp_test(tmp_path):
+    """gripper_hull_and_mass's reference with the left finger's collider disabled: the gripper is
+    found on the reference, its box is closed on by one finger only and falls."""
+    import shutil
+
+    from pxr import Sdf, Usd, UsdPhysics
+
+    case = CASES / "gripper_hull_and_mass"
+    candidate = tmp_path / "candidate"
+    shutil.copytree(case / "reference", candidate)
+    stage = Usd.Stage.Open(str(candidate / "gripper.usda"))
+    stage.SetEditTarget(Usd.EditTarget(Sdf.Layer.FindOrOpen(str(candidate / "layers" / "physics.usda"))))
+    UsdPhysics.CollisionAPI(stage.GetPrimAtPath("/Gripper/Palm/FingerLeft/Mesh")).CreateCollisionEnabledAttr(False)
+    stage.GetEditTarget().GetLayer().Save()
+    r = run_physical(case, candidate, tmp_path / "out")
+    grasp = r["tests"]["grasp_and_lift"]
+    assert grasp["held"]["passed"] is False and grasp["held"]["value"] > 10 * grasp["held"]["details"]["reference_slip_m"]
+    assert grasp["box_trajectory"]["passed"] is False
