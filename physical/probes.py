@@ -370,6 +370,7 @@ def grasp(loaded: engine.Loaded, settings: RunSettings, setup: dict, joint_map: 
             for j in roots:
                 start = int(q_start[j])
                 q[start:start + 3] = q0[start:start + 3] + up * lift_speed * (t - settings.grasp_close_s)
+                # a free joint's velocity is (linear, angular), the linear part first (Newton's twist)
                 qd[int(qd_start[j]):int(qd_start[j]) + 3] = up * lift_speed
         state.joint_q.assign(q)
         state.joint_qd.assign(qd)
