@@ -172,8 +172,9 @@ def _unexercised(ref: dict, cand: dict) -> str | None:
 
 
 def rest_and_contact(ref: dict, cand: dict, body_pairs, ref_labels, size_m: float, th: Thresholds,
-                     window_s: float) -> list[PropertyResult]:
-    t = "rest_and_contact"
+                     window_s: float, test: str = "rest_and_contact") -> list[PropertyResult]:
+    """The drop on the ground; with test="slope_drop", the same drop with gravity tilted (a slope)."""
+    t = test
     out = _finite(t, cand, ("settled", "rest_positions", "rest_rotations"))
     if not out[0].passed:
         return out
@@ -240,3 +241,43 @@ def joint_travel(ref: dict, cand: dict, th: Thresholds) -> list[PropertyResult]:
     return [PropertyResult(t, "travel", worst, th.travel_relative,
                            "max |reached - reference reached| / reference range", worst <= th.travel_relative,
                            None, {"joints": per_joint})]
+
+
+# --- (6) grasp and lift -------------------------------------------------------------------------------
+
+def _slip(run: dict) -> float:
+    """How far the box moved against the fingers' parent body during the lift (m): 0 when held."""
+    times = np.asarray(run["times"])
+    start = int(np.searchsorted(times, run["lift_starts_s"] - 1e-9))
+    start = min(max(start - 1, 0), len(times) - 1)
+    box = np.asarray(run["box"], dtype=float)
+    relative = box - (np.asarray(run["palm"], dtype=float) if run.get("palm") is not None else 0.0)
+    return float(np.linalg.norm(relative[-1] - relative[start]))
+
+
+def grasp_and_lift(ref: dict, cand: dict, size_m: float, th: Thresholds, setup: dict) -> list[PropertyResult]:
+    """ref/cand: {times, box (n, 3) m, palm (n, 3) m or None, fingers (n, 2) m, lift_starts_s}."""
+    t = "grasp_and_lift"
+    finite = bool(np.all(np.isfinite(cand["box"])) and np.all(np.isfinite(cand["fingers"])))
+    out = [PropertyResult(t, "finite", finite, True, None, finite)]
+    if not finite:
+        return out + [PropertyResult(t, n, reason="the candidate's simulation diverged (non-finite positions)")
+                      for n in ("held", "box_trajectory", "finger_positions")]
+    tol = th.position_m(size_m)
+    ref_slip, cand_slip = _slip(ref), _slip(cand)
+    out.append(PropertyResult(t, "held", cand_slip, ref_slip + tol, "m (box slip against the fingers' body during "
+                              "the lift)", cand_slip <= ref_slip + tol, None,
+                              {"reference_slip_m": ref_slip, "box": setup["box"], "opening_m": setup["opening_m"],
+                               "box_mass_kg": ref.get("box_mass_kg"), "finger_joints": setup["joints"],
+                               "floating_root": ref.get("floating_root")}))
+    n = min(len(ref["box"]), len(cand["box"]))
+    error = float(np.max(np.linalg.norm(np.asarray(ref["box"])[:n] - np.asarray(cand["box"])[:n], axis=-1)))
+    out.append(PropertyResult(t, "box_trajectory", error, tol, "m (max box position error over the run)",
+                              error <= tol, None, {"asset_size_m": size_m}))
+    ranges = np.asarray(setup["ranges_m"], dtype=float)
+    finger_error = np.abs(np.asarray(ref["fingers"])[n - 1] - np.asarray(cand["fingers"])[n - 1]) / np.maximum(ranges, 1e-9)
+    worst = float(np.max(finger_error))
+    out.append(PropertyResult(t, "finger_positions", worst, th.travel_relative,
+                              "max |finger end - reference's| / finger range", worst <= th.travel_relative, None,
+                              {"per_finger": dict(zip(setup["joints"], [float(e) for e in finger_error]))}))
+    return out

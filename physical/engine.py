@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .corrections import correct
 from .settings import RunSettings
 
 # Newton joint types (newton.JointType values): prismatic and revolute carry one driven coordinate;
@@ -113,9 +114,14 @@ class Loaded:
     limit_upper: np.ndarray
     warnings: list[str] = field(default_factory=list)
     inertia_diagonal: np.ndarray | None = None   # joint-space M_ii per dof at the initial pose
+    corrections: list[dict] = field(default_factory=list)   # physical/corrections.py, as applied
 
 
-def load(root_layer: Path, settings: RunSettings, variant_selections: dict | None = None) -> Loaded:
+GRASP_BOX = "usdgrade_grasp_box"
+
+
+def load(root_layer: Path, settings: RunSettings, variant_selections: dict | None = None,
+         grasp_box: dict | None = None) -> Loaded:
     """Import, add the ground, finalize, build the solver once: raises EngineRefusal with the reason.
     The stage is composed with the case's `variant_selections` (a SimReady asset's engine)."""
     import warnings
@@ -133,6 +139,10 @@ def load(root_layer: Path, settings: RunSettings, variant_selections: dict | Non
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         builder = import_usd(stage, settings)
+        # what the MuJoCo solver refuses in real assets, made loadable by one rule for both sides
+        corrections = correct(builder, facts.meters_per_unit)
+        if grasp_box is not None:
+            _add_grasp_box(builder, grasp_box)
         ground = None
         if not facts.has_plane_collider and facts.lowest_collider_z is not None:
             builder.add_ground_plane(height=facts.lowest_collider_z, label="usdgrade_ground")
@@ -157,8 +167,8 @@ def load(root_layer: Path, settings: RunSettings, variant_selections: dict | Non
         limit_lower=model.joint_limit_lower.numpy().astype(float),
         limit_upper=model.joint_limit_upper.numpy().astype(float),
         warnings=sorted({str(w.message).splitlines()[0][:300] for w in caught}),
+        corrections=corrections,
     )
-    _refuse_massless_moving_bodies(loaded)
     # the solver conversion is part of "the engine accepts the asset"; its MuJoCo model also
     # gives the joint-space inertia the programs are scaled by
     loaded.inertia_diagonal = _inertia_diagonal(loaded, make_solver(loaded, settings))
@@ -180,15 +190,17 @@ def import_usd(stage, settings: RunSettings):
     return builder
 
 
-def _refuse_massless_moving_bodies(loaded: Loaded) -> None:
-    model = loaded.model
-    child = model.joint_child.numpy()
-    parent = model.joint_parent.numpy()
-    welded = {int(c) for c, p, t in zip(child, parent, loaded.joint_type) if p == -1 and t == FIXED}
-    massless = [loaded.body_labels[b] for b in range(len(loaded.body_labels))
-                if b not in welded and not loaded.body_mass_kg[b] > 0.0]
-    if massless:
-        raise EngineRefusal(f"moving bodies without mass (the solver needs positive mass): {', '.join(massless)}")
+def _add_grasp_box(builder, box: dict) -> None:
+    """The object of the grasp test: a free box (stage units), placed and sized from the reference's
+    gripper (physical/probes.py grasp_setup), of the given density."""
+    import newton
+    import warp as wp
+
+    body = builder.add_body(xform=wp.transform(wp.vec3(*box["center"]), wp.quat(*box["rotation_xyzw"])),
+                            label=GRASP_BOX)
+    config = newton.ModelBuilder.ShapeConfig(density=box["density"])
+    builder.add_shape_box(body, hx=box["half_extents"][0], hy=box["half_extents"][1], hz=box["half_extents"][2],
+                          cfg=config, label=GRASP_BOX + "/shape")
 
 
 def make_solver(loaded: Loaded, settings: RunSettings):
@@ -235,14 +247,25 @@ class Trajectory:
     contacts_max: int | None = None    # most contacts MuJoCo held at any step (None: not readable)
 
 
-def simulate(loaded: Loaded, settings: RunSettings, duration_s: float, joint_force=None) -> Trajectory:
-    """Step from the authored initial state; joint_force(t) -> per-dof generalized force, or None."""
+def simulate(loaded: Loaded, settings: RunSettings, duration_s: float, joint_force=None, gravity=None,
+             before_step=None, joint_targets: dict[int, float] | None = None) -> Trajectory:
+    """Step from the authored initial state; joint_force(t) -> per-dof generalized force, or None;
+    gravity(g0) -> the gravity vector MuJoCo uses (engine units), from the model's own g0;
+    before_step(k, t, state, solver) may hold coordinates or change gravity before each step;
+    joint_targets: {coordinate: target} for the joints' drives (engine units), the rest as authored."""
     import newton
 
     model = loaded.model
     solver = make_solver(loaded, settings)
+    if gravity is not None:   # the CPU solver steps MuJoCo's own model: its option is the gravity used
+        solver.mj_model.opt.gravity[:] = np.asarray(gravity(np.array(solver.mj_model.opt.gravity, dtype=float)))
     state, next_state = model.state(), model.state()
     control = model.control()
+    if joint_targets and control.joint_target_q is not None:
+        targets = control.joint_target_q.numpy()
+        for coord, value in joint_targets.items():
+            targets[coord] = value
+        control.joint_target_q.assign(targets)
     newton.eval_fk(model, model.joint_q, model.joint_qd, state)
     steps = int(round(duration_s / settings.dt_s))
     mpu = loaded.facts.meters_per_unit
@@ -252,6 +275,8 @@ def simulate(loaded: Loaded, settings: RunSettings, duration_s: float, joint_for
     for k in range(steps):
         if joint_force is not None:
             control.joint_f.assign(np.asarray(joint_force(k * settings.dt_s), dtype=np.float32))
+        if before_step is not None:
+            before_step(k, k * settings.dt_s, state, solver)
         state.clear_forces()
         try:
             solver.step(state, next_state, control, None, settings.dt_s)

@@ -29,7 +29,7 @@ from .record import PhysicalRecord
 from .settings import ENGINE_MODULES, SETTINGS, THRESHOLDS, pinned_versions
 
 PHYSICAL_FILE = "physical.json"
-RECORD_VERSION = "2"
+RECORD_VERSION = "3"   # 3: corrections, slope_drop, grasp_and_lift
 RUNTIME_DIR = Path(__file__).resolve().parent / "runtime_tests"
 CACHE_ENV = "WARP_CACHE_PATH"
 
@@ -267,6 +267,7 @@ def _check_payload(payload: dict, exit_code: int, submission: Path, loaded, reco
     record["correspondence"] = payload["correspondence"]
     record["engine"]["warnings"] = payload["engine_warnings"]
     record["engine"]["ground_m"] = payload["ground_m"]
+    record["corrections"] = payload["corrections"]
     record["engine"]["refusals"] = {"reference": payload["reference_refusal"], "candidate": payload["candidate_refusal"]}
     record["timings"].update({f"runtime_{k}": v for k, v in payload["timings"].items()})
     if tree_digest(submission) != record["digests"]["candidate"] \

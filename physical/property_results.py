@@ -4,13 +4,29 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 
-TESTS = ("load_and_cook", "rest_and_contact", "dynamic_response", "joint_travel")
+TESTS = ("load_and_cook", "rest_and_contact", "dynamic_response", "joint_travel", "slope_drop", "grasp_and_lift")
 PROPERTIES = {
     "load_and_cook": ("loads", "bodies", "degrees_of_freedom", "colliders_built", "collider_bodies", "body_masses"),
     "rest_and_contact": ("finite", "settled", "rest_positions", "rest_rotations"),
     "dynamic_response": ("finite", "trajectories", "rotations"),
     "joint_travel": ("travel",),
+    "slope_drop": ("finite", "settled", "rest_positions", "rest_rotations"),
+    "grasp_and_lift": ("finite", "held", "box_trajectory", "finger_positions"),
 }
+
+
+# Why a property of a loaded asset may stay null and still be what the asset is, not an engine failure:
+# a test that does not apply (docs/separate-grades.md, "Null, with the reason").
+NOT_APPLICABLE = (
+    "no gripper",                                   # grasp_and_lift: no two facing prismatic fingers
+    "not exercised",                                # rest/slope drop of a world-anchored asset at rest
+    "the reference has no revolute or prismatic joint",
+    "the reference has no limited revolute or prismatic joint",
+)
+
+
+def not_applicable(reason: str | None) -> bool:
+    return bool(reason) and reason.startswith(NOT_APPLICABLE)
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,8 @@ class Tests(_Strict):
     rest_and_contact: Properties
     dynamic_response: Properties
     joint_travel: Properties
+    slope_drop: Properties
+    grasp_and_lift: Properties
 
 
 class Summary(_Strict):
@@ -76,6 +78,24 @@ class Engine(BaseModel):
     refusals: dict[str, str | None] | None = Field(None, description="the engine's refusal, per side")
 
 
+class Correction(_Strict):
+    """One change made to the imported model so that the MuJoCo solver takes a real asset, by the same
+    rule on both sides (physical/corrections.py)."""
+    kind: Literal["planar_mesh_thickened", "mass_from_colliders", "mass_stand_in", "inertia_balanced"]
+    target: str = Field(description="the engine's label of the collider or body (its prim path)")
+    reason: str = Field(description="what the solver refuses without it")
+    details: dict[str, Any] = Field(description="planar_mesh_thickened: thickness_m, vertices, normal; "
+                                                "mass_from_colliders: mass_kg, density_kg_m3, colliders; "
+                                                "mass_stand_in: mass_kg, sphere_radius_m, bodies_in_assembly; "
+                                                "inertia_balanced: principal_moments and corrected_moments "
+                                                "(kg x stage unit^2)")
+
+
+class Corrections(_Strict):
+    reference: list[Correction] | None = Field(description="null: the engine did not load this side")
+    candidate: list[Correction] | None = Field(description="null: the engine did not load this side")
+
+
 class Digests(_Strict):
     reference: str
     candidate: str
@@ -92,7 +112,7 @@ class RuntimeSession(_Strict):
 class PhysicalRecord(_Strict):
     """OUT/physical.json, written by `usdgrade physical`: a separate grade, never combined with the reward."""
 
-    record_version: Literal["2"]
+    record_version: Literal["3"]
     status: Literal["graded", "not_run", "infrastructure_error"]
     reason: str | None = Field(description="why not graded, or the refusal that nulled properties")
     case: str
@@ -109,6 +129,9 @@ class PhysicalRecord(_Strict):
                           "them (prim path -> set -> selection); written once the case is loaded")
     correspondence: dict[str, Any] | None = Field(description="method, reference body -> candidate body, "
                                                               "asset size (m)")
+    corrections: Corrections | None = Field(None, description="what was changed in the imported model so that "
+                                                              "the solver takes the asset, per side; written once "
+                                                              "the runtime session ran")
     summary: Summary
     tests: Tests
     runtime_session: RuntimeSession | None = Field(None, description="written once the runtime session ran")

@@ -60,6 +60,16 @@ class RunSettings:
     travel_acceleration_factor: float = 16.0
     travel_min_acceleration: float = 20.0
     sample_every_steps: int = 10           # trajectories are compared every 10 steps (20 ms)
+    # slope drop: the rest test's drop with gravity turned by this angle (a slope of that angle)
+    slope_angle_deg: float = 15.0
+    slope_duration_s: float = 1.0
+    # grasp and lift (a gripper: two prismatic fingers facing each other on one body): a box half as
+    # wide as the open fingers' gap, of this density, closed on with gravity off, then lifted
+    grasp_box_density_kg_m3: float = 500.0
+    grasp_close_s: float = 0.3
+    grasp_lift_s: float = 0.5
+    grasp_lift_speed_mps: float = 0.1      # a floating root rises at this speed; a fixed base holds
+    grasp_force_weight_factor: float = 10.0   # closing force per finger = this x the box's weight
 
     def to_json(self) -> dict:
         return asdict(self)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
 from usd_repair_verifier.physical import compare
 from usd_repair_verifier.physical.property_results import PROPERTIES, TESTS, PropertyResult, nulls
@@ -157,3 +158,67 @@ def test_nulls_cover_every_property_with_the_reason():
 def test_results_are_json_safe_and_rounded():
     p = PropertyResult("t", "n", float("inf"), 0.1 + 0.2, passed=False, details={"a": np.float64(1 / 3)}).to_json()
     assert p["value"] == "inf" and p["threshold"] == 0.3 and p["details"]["a"] == 0.333333333
+
+
+# --- slope drop and grasp and lift ----------------------------------------------------------------
+
+def grasp_run(box_drop_m: float = 0.0, fingers=(0.01, 0.01), diverge=False) -> dict:
+    times = np.array([0.1, 0.2, 0.3, 0.4, 0.5])
+    palm = np.array([[0.0, 0.0, 0.5 + 0.1 * max(t - 0.3, 0.0)] for t in times])
+    box = palm - [0.0, 0.0, 0.07]
+    box[-1, 2] -= box_drop_m
+    if diverge:
+        box[-1, 2] = np.nan
+    return {"times": times, "box": box, "palm": palm, "fingers": np.tile(fingers, (len(times), 1)),
+            "lift_starts_s": 0.3, "floating_root": True, "box_mass_kg": 0.005}
+
+
+SETUP = {"box": {"center": [0, 0, 0.43]}, "opening_m": 0.035, "joints": ["/j/left", "/j/right"],
+         "ranges_m": [0.015, 0.015]}
+
+
+def test_a_held_box_passes_and_a_dropped_one_fails_on_slip_and_path():
+    held = by_name(compare.grasp_and_lift(grasp_run(), grasp_run(), 0.1, THRESHOLDS, SETUP))
+    assert all(p.passed for p in held.values()) and held["held"].value == 0.0
+    dropped = by_name(compare.grasp_and_lift(grasp_run(), grasp_run(box_drop_m=0.2), 0.1, THRESHOLDS, SETUP))
+    assert dropped["held"].passed is False and dropped["held"].value == pytest.approx(0.2)
+    assert dropped["box_trajectory"].passed is False and dropped["finger_positions"].passed is True
+
+
+def test_the_slip_bound_is_the_reference_slip_plus_the_position_bound():
+    r = by_name(compare.grasp_and_lift(grasp_run(box_drop_m=0.05), grasp_run(box_drop_m=0.055), 0.1, THRESHOLDS, SETUP))
+    assert r["held"].threshold == pytest.approx(0.05 + THRESHOLDS.position_m(0.1)) and r["held"].passed is True
+
+
+def test_fingers_that_end_elsewhere_fail_as_a_share_of_their_range():
+    r = by_name(compare.grasp_and_lift(grasp_run(), grasp_run(fingers=(0.01, 0.0125)), 0.1, THRESHOLDS, SETUP))
+    assert r["finger_positions"].passed is False and r["finger_positions"].value == pytest.approx(0.0025 / 0.015)
+
+
+def test_a_diverged_grasp_is_finite_false_and_the_rest_null():
+    r = by_name(compare.grasp_and_lift(grasp_run(), grasp_run(diverge=True), 0.1, THRESHOLDS, SETUP))
+    assert r["finite"].passed is False
+    assert all(r[n].passed is None and "diverged" in r[n].reason for n in ("held", "box_trajectory", "finger_positions"))
+
+
+def test_the_slope_drop_is_judged_like_the_rest_test_under_its_own_name():
+    from usd_repair_verifier.physical import probes
+
+    g = probes.tilted(15.0)(np.array([0.0, 0.0, -9.81]))
+    assert np.linalg.norm(g) == pytest.approx(9.81)
+    assert math.degrees(math.acos(-g[2] / 9.81)) == pytest.approx(15.0)
+    times = np.array([0.5, 1.0])
+    run = {"times": times, "positions": np.zeros((2, 1, 3)), "rotations": np.tile([0, 0, 0, 1.0], (2, 1, 1)),
+           "contacts": 3}
+    results = compare.rest_and_contact(run, run, [(0, 0)], ["/a"], 1.0, THRESHOLDS, 0.1, test="slope_drop")
+    assert [r.test for r in results] == ["slope_drop"] * 4 and all(r.passed for r in results)
+    assert [r.name for r in results] == list(PROPERTIES["slope_drop"])
+
+
+def test_only_named_reasons_are_not_applicable():
+    from usd_repair_verifier.physical.property_results import not_applicable
+
+    assert not_applicable("no gripper: no two prismatic fingers")
+    assert not_applicable("not exercised: no contact")
+    assert not not_applicable("reference itself unloadable: the MuJoCo solver refused the model")
+    assert not not_applicable(None)

@@ -48,9 +48,11 @@ def _without_run(record: dict) -> dict:
 def test_a_robot_with_drives_is_fully_graded(two_records):
     record = two_records[0]
     assert record["status"] == "graded", record["reason"]
-    bad = [(p["test"], p["name"], p["value"], p["reason"]) for p in _properties(record) if p["passed"] is not True]
+    bad = [(p["test"], p["name"], p["value"], p["reason"]) for p in _properties(record)
+           if p["passed"] is not True and not (p["test"] == "grasp_and_lift" and p["reason"].startswith("no gripper"))]
     assert not bad, bad
-    assert record["summary"]["null"] == 0 and record["summary"]["failed"] == 0
+    # xArm7 as converted has no gripper: only its grasp test is null
+    assert record["summary"]["null"] == len(record["tests"]["grasp_and_lift"]) and record["summary"]["failed"] == 0
     # its seven drives were pushed: every revolute joint travelled both ways
     joints = record["tests"]["joint_travel"]["travel"]["details"]["joints"]
     assert len(joints) >= 7

@@ -34,6 +34,8 @@ def test_the_engine_loads_the_selected_engines_physics(tmp_path):
     cook = record["tests"]["load_and_cook"]
     assert cook["bodies"]["value"] == 4 and cook["degrees_of_freedom"]["value"] == 9
     assert record["summary"]["failed"] == 0 and record["summary"]["null"] == 0
+    # the gripper's box was closed on and lifted (the grasp test ran, not null)
+    assert record["tests"]["grasp_and_lift"]["held"]["details"]["opening_m"] > 0.0
     assert sorted(record["correspondence"]["bodies"]) == ["/Gripper/Base", "/Gripper/Palm",
                                                           "/Gripper/Palm/FingerLeft", "/Gripper/Palm/FingerRight"]
 
@@ -42,3 +44,7 @@ def test_the_input_missing_its_finger_joint_fails_in_the_engine(tmp_path):
     record = run_physical(CASE, CASE / "input", tmp_path / "out")
     assert record["status"] == "graded", record["reason"]
     assert record["tests"]["load_and_cook"]["degrees_of_freedom"]["passed"] is False
+    # the grasp test needs both fingers: without the left finger's joint it measures nothing, and says why
+    grasp = record["tests"]["grasp_and_lift"]
+    assert all(p["passed"] is None and "no joint matching the reference's finger joint" in p["reason"]
+               and "FingerLeftSlide" in p["reason"] for p in grasp.values())

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from usd_repair_verifier.physical import engine
-from usd_repair_verifier.physical.property_results import PropertyResult, null
+from usd_repair_verifier.physical.property_results import PropertyResult, _clean, null
 from usd_repair_verifier.physical.settings import SETTINGS, THRESHOLDS
 
 CONFIG_ENV = "USDGRADE_PHYSICAL_CONFIG"
@@ -93,6 +93,23 @@ def pair() -> Pair:
     return result
 
 
+def grasp_pair(setup: dict):
+    """Reference and candidate loaded again with the grasp test's box (the reference's size and
+    placement on both): (reference, candidate, refusal or None)."""
+    from usd_repair_verifier.stage_snapshot.variant_selections import applied_selections
+
+    config = _config()
+    selections = applied_selections(config["reference"], config.get("variant_selections") or {})
+    box = dict(setup["box"], density=SETTINGS.grasp_box_density_kg_m3 * CACHE["pair"].reference.facts.meters_per_unit ** 3)
+    loaded = []
+    for side in ("reference", "candidate"):
+        try:
+            loaded.append(engine.load(Path(config[side]), SETTINGS, selections, grasp_box=box))
+        except engine.EngineRefusal as refusal:
+            return None, None, f"the engine refused the {side} with the grasp box: {refusal}"
+    return loaded[0], loaded[1], None
+
+
 def record(results: list[PropertyResult]) -> None:
     RESULTS.extend(r.to_json() for r in results)
     failed = [r for r in results if r.passed is False]
@@ -146,6 +163,9 @@ def pytest_sessionfinish(session, exitstatus):
             "method": pair_.correspondence, "bodies": pair_.bodies, "asset_size_m": pair_.size_m},
         "engine_warnings": None if pair_ is None else {
             "reference": getattr(pair_.reference, "warnings", None), "candidate": getattr(pair_.candidate, "warnings", None)},
+        "corrections": None if pair_ is None else {
+            side: None if loaded is None else [_clean(c) for c in loaded.corrections]
+            for side, loaded in (("reference", pair_.reference), ("candidate", pair_.candidate))},
         "ground_m": None if pair_ is None else {
             "reference": getattr(pair_.reference, "ground_height_m", None),
             "candidate": getattr(pair_.candidate, "ground_height_m", None)},
