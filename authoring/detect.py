@@ -1,14 +1,19 @@
 """Finding a broken input's faults by comparing it with its reference (freeze without --faults,
 and the collateral of an inject manifest).
 
-Every measure of every family runs on every reference target. A failing check that the family
+What differs is what the grade's gates would report for the input graded as a candidate with no
+fault declared: every measure of every family on every reference target, read through the same
+function the gates read (gates/differences.py), so freeze and the grade cannot disagree on what
+is a difference. A failing check that the family
 table declares a knock-on of another failing check (a body's collision moved with its visible
 part, a deleted joint's frame and range) is that fault's consequence, not a fault of its own.
 Each target's remaining failing measures become fault kinds, the kind that explains most of them
-(its checks and their knock-ons) first. A kind is named only where its injector accepts the
-target (what `usdgrade inject --targets` lists), and among kinds that explain as much, one whose
+(its checks and their knock-ons) first. A kind is named where its injector accepts the
+target (what `usdgrade inject --targets` lists; where none does, the first kind that fits, so
+every difference is a fault), and among kinds that explain as much, one whose
 injector reproduces the input's difference exactly (injected into a copy of the reference and
-measured like the input), else the family's general kind, the first in table order: an edited
+measured like the input), then the one whose own checks fail most, else the family's general
+kind, the first in table order (a mass edited alone is `mass_changed`, whatever its inertia does): an edited
 limit (110 -> 95) is `joint_limits`, not `joint_limit_units`, whose injector would have turned both
 limits into radians.
 """
@@ -17,13 +22,15 @@ from __future__ import annotations
 import math
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from usd_repair_verifier.checks.measurement import Comparison
 from usd_repair_verifier.checks.registry import FAMILIES, Measurements
+from usd_repair_verifier.gates.differences import every_difference
 from usd_repair_verifier.gates.exemptions import knock_on_keys
 from usd_repair_verifier.profiles.families import FaultKind
-from usd_repair_verifier.profiles.result_record import CheckResult
+from usd_repair_verifier.profiles.result_record import CheckResult, GateFailure
 from usd_repair_verifier.profiles.schema import Fault
 from usd_repair_verifier.profiles.vocabulary import DEFAULT_CORRESPONDENCE, DEFAULT_SAMPLING, DEFAULT_TOLERANCES, FAULT_KINDS
 from usd_repair_verifier.stage_snapshot.correspondence import correspond
@@ -55,17 +62,10 @@ def _measurements(reference_snapshot, package: Path, tolerances: dict) -> Measur
     return Measurements(Comparison(reference_snapshot, candidate, match, tolerances))
 
 
-def _failing(measurements: Measurements) -> set[Key]:
-    """Every (family, measure, target) whose measure fails (its own components, not authoring)."""
-    found = set()
-    for family, module in sorted(FAMILIES.items()):
-        for measure in module.MEASURES:
-            view = measurements.view(family, measure)
-            for target in module.targets(measurements.comparison.reference, measure):
-                result = module.MEASURES[measure](view, target)
-                if isinstance(result, dict) and any(not (c.error <= c.tolerance) for c in result.values()):
-                    found.add((family, measure, target))
-    return found
+def differences(measurements: Measurements) -> list[GateFailure]:
+    """What differs: the failures the grade's gates report for this input graded as a candidate
+    with no fault declared (gates/differences.py, the one definition both read)."""
+    return every_difference(measurements)
 
 
 def _close(a, b, tolerance: float) -> bool:
@@ -127,29 +127,63 @@ class Detector:
 
     def choose(self, candidates: list[FaultKind], target: str, measures: set[tuple[str, str]]) -> FaultKind:
         """The kind that explains most of the target's failing measures; among equals, one whose
-        injector reproduces the difference exactly; else the first in table order (the general
-        kind of a family comes before its special cases)."""
+        injector reproduces the difference exactly; then the one whose own checks fail most; else
+        the first in table order (the general kind of a family comes before its special cases)."""
         widest = max(len(self.reach(k, target) & measures) for k in candidates)
         tied = [k for k in candidates if len(self.reach(k, target) & measures) == widest]
         if len(tied) > 1:
             tied = [k for k in tied if self.reproduces(k, target)] or tied
-        return tied[0]
+        most = max(len(k.checks) for k in tied)
+        return next(k for k in tied if len(k.checks) == most)
 
 
-def detect_faults(reference: Path, input_: Path, tolerances: dict | None = None,
-                  variant_selections: dict | None = None) -> list[Fault]:
+@dataclass(frozen=True)
+class Detection:
+    """What freeze found: the faults, every difference they were chosen from, and what was compared."""
+
+    faults: list[Fault]
+    differences: list[GateFailure]
+    compared: str       # "8 bodies, 8 joints, 41 visible parts, 12 colliders"
+
+    def refusal(self) -> str:
+        return f"compared {self.compared}: no difference above tolerance"
+
+
+def compared_text(reference) -> str:
+    """What a comparison covers, counted on the reference (each with its unit of count)."""
+    counts = ((len(reference.bodies), "body", "bodies"), (len(reference.joints), "joint", "joints"),
+              (len(reference.components), "visible part", "visible parts"),
+              (len(reference.colliders), "collider", "colliders"))
+    return ", ".join(f"{n} {one if n == 1 else many}" for n, one, many in counts)
+
+
+def detect(reference: Path, input_: Path, tolerances: dict | None = None,
+           variant_selections: dict | None = None) -> Detection:
     """Find what differs between reference and input, as faults of the vocabulary (see above),
     both composed with the case's `variant_selections`."""
     detector = Detector(reference, input_, tolerances, variant_selections)
     try:
-        return _faults(detector)
+        found = differences(detector.input)
+        return Detection(_faults(detector, found), found, compared_text(detector.snapshot))
     finally:
         detector.close()
 
 
-def _faults(detector: Detector) -> list[Fault]:
+def detect_faults(reference: Path, input_: Path, tolerances: dict | None = None,
+                  variant_selections: dict | None = None) -> list[Fault]:
+    """The faults `detect` finds."""
+    return detect(reference, input_, tolerances, variant_selections).faults
+
+
+def _note(kind: FaultKind, found: list[GateFailure]) -> str:
+    """The fault's note: its checks' measured values as the gates state them."""
+    own = [f.reason.replace(f" {f.target}: ", ": ", 1) for f in found if (f.family, f.measure) in kind.checks]
+    return "found by comparison: " + "; ".join(own)
+
+
+def _faults(detector: Detector, found: list[GateFailure]) -> list[Fault]:
     cmp = detector.input.comparison
-    failing = _failing(detector.input)
+    failing = {(f.family, f.measure, f.target) for f in found}
     # A failure another target's failure brings with it is that fault's consequence.
     consequences = {k for key in failing for k in knock_on_keys(cmp, key) if k[2] != key[2]}
     faults: list[Fault] = []
@@ -157,12 +191,14 @@ def _faults(detector: Detector) -> list[Fault]:
         measures = {(f, m) for f, m, t in failing if t == target and (f, m, t) not in consequences}
         kind_of_target = target_kind(cmp.reference, target)
         while measures:
-            candidates = [k for k in FAULT_KINDS.values() if k.target == kind_of_target
-                          and set(k.checks) <= measures and detector.applies(k, target)]
+            fitting = [k for k in FAULT_KINDS.values() if k.target == kind_of_target and set(k.checks) <= measures]
+            # A kind whose injector takes the target; where none does, the difference is still a
+            # fault: of its family's general kind (the first that fits, in table order).
+            candidates = [k for k in fitting if detector.applies(k, target)] or fitting[:1]
             if not candidates:
                 break
             best = detector.choose(candidates, target, measures)
             faults.append(Fault(id=f"f{len(faults) + 1}", kind=best.name, target=target,
-                                note="found by comparison: " + ", ".join(f"{f}.{m}" for f, m in sorted(best.checks))))
+                                note=_note(best, [f for f in found if f.target == target])))
             measures -= detector.reach(best, target)
     return faults

@@ -20,7 +20,7 @@ from usd_repair_verifier.checks.registry import Measurements
 from usd_repair_verifier.profiles.families import BY_NAME, KnockOn, measure_entry, measure_names, preserved_measures
 from usd_repair_verifier.profiles.schema import Profile
 
-from .objective import failed
+from .differences import failing_measurements
 
 Key = tuple[str, str, str]   # (family, measure, target)
 
@@ -74,5 +74,5 @@ def preserved_failures(measurements: Measurements, profile: Profile, gate: str) 
     """Every failing measurement, on a target no fault exempts, of the measures the family
     table puts under this preservation gate (profiles/families.py)."""
     exempt = exempt_keys(profile, measurements.comparison)
-    return [failure for family, name in preserved_measures(gate)
-            for failure in failed(measurements.every(family, (name,), keeps(exempt, family, name)))]
+    return failing_measurements(measurements, preserved_measures(gate),
+                                lambda family, name, target: (family, name, target) not in exempt)

@@ -161,9 +161,10 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "body", "bodies",
         (Measure("state", "body", "all_bodies", "healthy_body_properties",
-                 # A body disabled or made kinematic is no longer a dynamic body for the UsdPhysics
-                 # parser, so the joints attached to it resolve differently.
-                 knock_on=(MOVES_MASS, KnockOn("attached_joints", "joint", ("graph", "state")))),
+                 # A disabled body is no rigid body for the UsdPhysics parser, so the joints attached
+                 # to it join other bodies (their graph). A kinematic body changes neither; a joint
+                 # beside it that is disabled or loses its drive is a fault of its own.
+                 knock_on=(MOVES_MASS, KnockOn("attached_joints", "joint", ("graph",)))),
          Measure("hierarchy", "body", "all_bodies", knock_on=(MOVES_MASS,))),
         {},
         (FaultKind("body_state", "body", (("body", "state"),),
@@ -226,7 +227,10 @@ FAMILIES: tuple[Family, ...] = (
         {"mass_relative": 0.01,      # |log ratio| <= log1p(.)
          "com_m": 1e-3,              # world distance, metres
          "inertia_relative": 0.02},  # max |log ratio| over sorted principal moments <= log1p(.)
-        (FaultKind("mass_unit_factor", "body", (("mass", "mass"), ("mass", "inertia")),
+        (FaultKind("mass_changed", "body", (("mass", "mass"),),
+                   "a body's mass changed alone (x10 as a body mass; an authored inertia kept)",
+                   _inject("mass", "mass_changed")),
+         FaultKind("mass_unit_factor", "body", (("mass", "mass"), ("mass", "inertia")),
                    "a body's mass authored in grams for kilograms (mass and inertia x1000)",
                    _inject("mass", "mass_unit_factor")),
          FaultKind("density_misplaced", "body", (("mass", "mass"),),
