@@ -42,6 +42,7 @@ from usd_repair_verifier.authoring.inject_targets import try_inject
 from usd_repair_verifier.authoring.usd_messages import muted
 
 Key = tuple[str, str, str]
+LIKENESS_SEEDS = (0, 1, 2)   # an injector that draws is tried with these seeds
 
 
 def target_kind(reference, target: str) -> str | None:
@@ -66,6 +67,26 @@ def differences(measurements: Measurements) -> list[GateFailure]:
     """What differs: the failures the grade's gates report for this input graded as a candidate
     with no fault declared (gates/differences.py, the one definition both read)."""
     return every_difference(measurements)
+
+
+def _failing_components(measurements: Measurements, keys: list[Key]) -> set[tuple[str, str, str]]:
+    """(family, measure, component) of every failing component of these checks."""
+    return {(key[0], key[1], name) for key in keys for name in measurements.check(*key).failing()}
+
+
+def _distance(found: Measurements, made: Measurements, keys: list[Key]) -> float:
+    """How far apart two differences of the same form are: the failing components' errors, each
+    relative to the larger of the two (0: the same errors)."""
+    total = 0.0
+    for key in keys:
+        made_components = made.check(*key).components
+        for name, c in found.check(*key).failing().items():
+            a, b = c.error, made_components[name].error
+            if a is None or b is None or not (math.isfinite(a) and math.isfinite(b)):
+                total += 0.0 if a == b else 1.0
+            else:
+                total += abs(a - b) / max(abs(a), abs(b), 1e-12)
+    return total
 
 
 def _close(a, b, tolerance: float) -> bool:
@@ -108,17 +129,28 @@ class Detector:
         with muted():       # a try on a private copy: what USD says of it names no package of the author's
             return try_inject(root_layer_of(self.reference), kind.name, target, self.selections) is None
 
-    def reproduces(self, kind: FaultKind, target: str) -> bool:
-        """The kind's injector, on the reference, makes the input's difference."""
-        out = self._scratch / kind.name
-        with muted():       # the copy in the scratch folder is broken on purpose
-            try:
-                inject(self.reference, out, [(kind.name, target)], seed=0, variant_selections=self.selections)
-            except InjectionError:
-                return False
-            made = _measurements(self.snapshot, out, self.tolerances)
+    def likeness(self, kind: FaultKind, target: str) -> tuple[int, float]:
+        """How well the kind's injector, on the reference, makes the input's difference: (2, 0)
+        exactly (its checks' failing components with the same values); (1, -distance) in form (the
+        same components fail across its checks and knock-ons on the target), nearer errors first;
+        (0, 0) not at all. An injector that draws (which flag, which direction) is tried with a
+        few seeds."""
         checks = [(family, measure, target) for family, measure in kind.checks]
-        return reproduces([self.input.check(*key) for key in checks], [made.check(*key) for key in checks])
+        reach = [(family, measure, target) for family, measure in sorted(self.reach(kind, target))]
+        best = (0, 0.0)
+        for seed in LIKENESS_SEEDS:
+            out = self._scratch / f"{kind.name}-{seed}"
+            with muted():       # the copy in the scratch folder is broken on purpose
+                try:
+                    inject(self.reference, out, [(kind.name, target)], seed=seed, variant_selections=self.selections)
+                except InjectionError:
+                    return best
+                made = _measurements(self.snapshot, out, self.tolerances)
+            if reproduces([self.input.check(*key) for key in checks], [made.check(*key) for key in checks]):
+                return (2, 0.0)
+            if _failing_components(self.input, reach) == _failing_components(made, reach):
+                best = max(best, (1, -_distance(self.input, made, reach)))
+        return best
 
     def reach(self, kind: FaultKind, target: str) -> set[tuple[str, str]]:
         """The measures on the target a fault of this kind fails: its checks and their knock-ons."""
@@ -127,12 +159,14 @@ class Detector:
 
     def choose(self, candidates: list[FaultKind], target: str, measures: set[tuple[str, str]]) -> FaultKind:
         """The kind that explains most of the target's failing measures; among equals, one whose
-        injector reproduces the difference exactly; then the one whose own checks fail most; else
+        injector reproduces the difference exactly, else in form (`likeness`); then the one whose own checks fail most; else
         the first in table order (the general kind of a family comes before its special cases)."""
         widest = max(len(self.reach(k, target) & measures) for k in candidates)
         tied = [k for k in candidates if len(self.reach(k, target) & measures) == widest]
         if len(tied) > 1:
-            tied = [k for k in tied if self.reproduces(k, target)] or tied
+            likeness = {k.name: self.likeness(k, target) for k in tied}
+            closest = max(likeness.values())
+            tied = [k for k in tied if likeness[k.name] == closest]
         most = max(len(k.checks) for k in tied)
         return next(k for k in tied if len(k.checks) == most)
 

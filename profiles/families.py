@@ -228,7 +228,7 @@ FAMILIES: tuple[Family, ...] = (
          "com_m": 1e-3,              # world distance, metres
          "inertia_relative": 0.02},  # max |log ratio| over sorted principal moments <= log1p(.)
         (FaultKind("mass_changed", "body", (("mass", "mass"),),
-                   "a body's mass changed alone (x10 as a body mass; an authored inertia kept)",
+                   "a body's mass changed alone (x4 as a body mass; an authored inertia kept)",
                    _inject("mass", "mass_changed")),
          FaultKind("mass_unit_factor", "body", (("mass", "mass"), ("mass", "inertia")),
                    "a body's mass authored in grams for kilograms (mass and inertia x1000)",

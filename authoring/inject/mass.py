@@ -19,7 +19,7 @@ from usd_repair_verifier.authoring.inject.edits import (
 
 
 MASS_UNIT_FACTOR = 1000.0   # grams authored where kilograms are meant
-MASS_CHANGE = 10.0          # a mass edited alone, away from any unit's factor
+MASS_CHANGE = 4.0           # a mass edited alone: no unit factor (1000, 2.2) nor the x10 of density_misplaced
 DENSITY_CHANGE = math.log(1.1)  # a misplaced density must move the mass by at least 10%
 
 
@@ -100,7 +100,7 @@ def mass_unit_factor(stage, target, rng, dirty) -> str:
 
 
 def mass_changed(stage, target, rng, dirty) -> str:
-    """The body's mass changed alone: a body mass of 10 x the established mass authored, an
+    """The body's mass changed alone: a body mass of 4 x the established mass authored, an
     authored inertia and centre of mass left as they are (a computed inertia scales with it)."""
     prim = writable(rigid_body(stage, target))
     before = _established_mass(stage, target, "mass")
