@@ -60,7 +60,8 @@ def graded_without_faults(case_path: Path) -> set[tuple[str, str, str]]:
               [session.objective_gate(g) for g in OBJECTIVE_GATES]
     for result in results:    # a gate keeps its first failures only; none here has that many
         assert len(result.failures) < 50, result.reason
-    return {(f.family, f.measure, f.target) for r in results for f in r.failures if isinstance(f, GateFailure)}
+    return {(f.family, f.measure, f.target) for r in results for f in r.failures
+            if isinstance(f, GateFailure) and f.family is not None}
 
 
 def same_measurement(found: str, declared: str) -> bool:
