@@ -43,6 +43,10 @@ from usd_repair_verifier.authoring.usd_messages import muted
 
 Key = tuple[str, str, str]
 LIKENESS_SEEDS = (0, 1, 2)   # an injector that draws is tried with these seeds
+# A difference alike in form is near when its failing components' errors are within this share of
+# each other on average: a centre of mass moved another way (0.09), not one limit of a revolute
+# joint read as radians for one edited by 15 degrees.
+NEAR = 0.5
 
 
 def target_kind(reference, target: str) -> str | None:
@@ -132,7 +136,8 @@ class Detector:
     def likeness(self, kind: FaultKind, target: str) -> tuple[int, float]:
         """How well the kind's injector, on the reference, makes the input's difference: (2, 0)
         exactly (its checks' failing components with the same values); (1, -distance) in form (the
-        same components fail across its checks and knock-ons on the target), nearer errors first;
+        same components fail across its checks and knock-ons on the target, their errors `NEAR`),
+        nearer first;
         (0, 0) not at all. An injector that draws (which flag, which direction) is tried with a
         few seeds."""
         checks = [(family, measure, target) for family, measure in kind.checks]
@@ -148,8 +153,11 @@ class Detector:
                 made = _measurements(self.snapshot, out, self.tolerances)
             if reproduces([self.input.check(*key) for key in checks], [made.check(*key) for key in checks]):
                 return (2, 0.0)
-            if _failing_components(self.input, reach) == _failing_components(made, reach):
-                best = max(best, (1, -_distance(self.input, made, reach)))
+            form = _failing_components(self.input, reach)
+            if form == _failing_components(made, reach):
+                distance = _distance(self.input, made, reach) / max(len(form), 1)
+                if distance <= NEAR:
+                    best = max(best, (1, -distance))
         return best
 
     def reach(self, kind: FaultKind, target: str) -> set[tuple[str, str]]:
