@@ -76,8 +76,10 @@ def test_an_injected_fault_is_found_as_itself(kind, tmp_path):
                 break
             pool.remove(target)
             tried += 1
-            [(where, what)] = found(package, out) or [(None, None)]
-            assert where == target and same_measurement(what, kind), (package.name, kind, target, found(package, out))
+            faults = found(package, out)
+            assert len(faults) == 1, (package.name, kind, target, faults)
+            [(where, what)] = faults
+            assert where == target and same_measurement(what, kind), (package.name, kind, target, faults)
     assert tried, f"no fixture package takes a fault of kind {kind}"
 
 

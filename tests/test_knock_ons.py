@@ -32,6 +32,8 @@ WITNESSES = {
     ("gripper_m", "joint_type", "/Gripper/Joints/FingerLeftSlide"): [("joint.graph", "same", "joint", "state")],
     ("ball_in_cup", "body_state", "/tn__ballincup_j97/Geometry/ball"): [
         ("body.state", "attached_joints", "joint", "graph")],
+    ("ant", "body_state", "/ant/Geometry/torso/back_leg"): [
+        ("body.state", "enclosing_body", "mass", m) for m in ("mass", "center_of_mass", "inertia")],
     ("gripper_m", "component_moved", "/Gripper/Palm/FingerRight/Mesh"): [
         ("geometry.placement", "owner_body", "collision", "coverage"),
         ("geometry.placement", "collider_owner_body", "collision", "free_space"),
