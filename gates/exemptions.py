@@ -40,6 +40,14 @@ def _related(cmp: Comparison, relation: str, target: str) -> list[str]:
     if relation == "enclosing_body":
         body = reference.bodies.get(target)
         return [body.parent_body] if body is not None and body.parent_body else []
+    if relation == "asset":
+        return ["*"]
+    if relation == "parallel_joints":
+        joint = reference.joints.get(target)
+        if joint is None:
+            return []
+        return [path for path, other in reference.joints.items()
+                if path != target and {other.body0, other.body1} == {joint.body0, joint.body1}]
     if relation == "attached_joints":
         return [path for path, joint in reference.joints.items() if target in (joint.body0, joint.body1)]
     raise ValueError(f"unknown relation {relation!r}")

@@ -31,8 +31,10 @@ from dataclasses import dataclass, field
 TARGET_KINDS = ("joint", "body", "component", "asset")
 # How a knock-on exemption finds its elements from the fault's target: the target itself, the
 # body that owns a visible component, that body only when the component is also one of its
-# colliders, the joints attached to a body, the nearest body above a nested body.
-RELATIONS = ("same", "owner_body", "collider_owner_body", "attached_joints", "enclosing_body")
+# colliders, the joints attached to a body, the nearest body above a nested body, the other joints
+# between a joint's two bodies, the whole asset ("*").
+RELATIONS = ("same", "owner_body", "collider_owner_body", "attached_joints", "enclosing_body", "parallel_joints",
+             "asset")
 # Which prims' authoring problems count against a check, beyond the element and the prims above
 # it: the prims a body owns, the transforms above a joint's bodies, or (instead of the element's
 # own) a part's or a body's colliders' bound materials.
@@ -106,6 +108,9 @@ BODY_ATTRIBUTES = ("physics:rigidBodyEnabled", "physics:kinematicEnabled", "phys
 # Each knock-on is what injecting a fault graded by its measure, alone, on a reference is measured
 # to change (tests/test_knock_ons.py shows each one happen); nothing else is excused.
 TRAVEL = ("limit_angle_deg", "limit_linear_m")
+# Which bodies the articulation's joints join, and which joint or body is its root, move with any
+# fault that changes what a joint joins or whether it or its body simulates.
+ROOTS_MOVE = KnockOn("asset", "articulation", ("roots",))
 
 
 def _inject(module: str, function: str) -> str:
@@ -119,13 +124,14 @@ def _joint(name: str, tolerances: tuple[str, ...] = (), knock_on: tuple[KnockOn,
 FAMILIES: tuple[Family, ...] = (
     Family(
         "joint", "joints",
-        (_joint("existence", knock_on=(KnockOn("same", "joint", ("graph", "frame", "range", "state")),)),
-         _joint("graph", knock_on=(KnockOn("same", "joint", ("frame", "range", "state")),)),
+        (_joint("existence", knock_on=(KnockOn("same", "joint", ("graph", "frame", "range", "state")), ROOTS_MOVE)),
+         _joint("graph", knock_on=(KnockOn("same", "joint", ("frame", "range", "state")), ROOTS_MOVE)),
          _joint("frame", ("joint_position_m", "joint_angle_deg")),
          _joint("range", TRAVEL),
-         _joint("state", ("drive_relative", *TRAVEL)),
+         _joint("state", ("drive_relative", *TRAVEL), knock_on=(ROOTS_MOVE,)),
          # An extra joint is not a property of one reference joint: the joint_count gate bounds it.
-         Measure("redundant", "joint")),
+         # The other joints between the same two bodies count the extra one too.
+         Measure("redundant", "joint", knock_on=(KnockOn("parallel_joints", "joint", ("redundant",)),))),
         {"joint_position_m": 1e-3, "joint_angle_deg": 0.5, "limit_angle_deg": 0.5, "limit_linear_m": 1e-3,
          "drive_relative": 0.01},
         (FaultKind("joint_frame", "joint", (("joint", "frame"),),
@@ -164,7 +170,8 @@ FAMILIES: tuple[Family, ...] = (
                  # to it join other bodies (their graph), and a nested one's colliders count towards
                  # the body above it (its mass). A kinematic body changes neither; a joint beside it
                  # that is disabled or loses its drive is a fault of its own.
-                 knock_on=(KnockOn("attached_joints", "joint", ("graph",)), KnockOn("enclosing_body", "mass"))),
+                 knock_on=(KnockOn("attached_joints", "joint", ("graph",)), KnockOn("enclosing_body", "mass"),
+                           ROOTS_MOVE)),
          Measure("hierarchy", "body", "all_bodies")),
         {},
         (FaultKind("body_state", "body", (("body", "state"),),

@@ -28,6 +28,13 @@ WITNESSES = {
     ("gripper_m", "joint_missing", "/Gripper/Joints/FingerLeftSlide"): [
         ("joint.existence", "same", "joint", m) for m in ("graph", "frame", "range", "state")],
     ("gripper_m", "joint_graph", "/Gripper/Joints/FingerLeftSlide"): [("joint.graph", "same", "joint", "frame")],
+    ("cabinet_cm", "joint_missing", "/Cabinet/Joints/DrawerSlide"): [("joint.existence", "asset", "articulation", "roots")],
+    ("cabinet_cm", "joint_graph", "/Cabinet/Joints/DoorHinge"): [("joint.graph", "asset", "articulation", "roots")],
+    ("finger", "joint_state", "/finger/Geometry/proximal/distal/distal_1"): [
+        ("joint.state", "asset", "articulation", "roots")],
+    ("cabinet_cm", "body_state", "/Cabinet/Drawer"): [("body.state", "asset", "articulation", "roots")],
+    ("ball_in_cup", "redundant_constraint", "/tn__ballincup_j97/Geometry/ball/ball_x"): [
+        ("joint.redundant", "parallel_joints", "joint", "redundant")],
     ("cabinet_cm", "joint_type", "/Cabinet/Joints/DoorHinge"): [("joint.graph", "same", "joint", "range")],
     ("gripper_m", "joint_type", "/Gripper/Joints/FingerLeftSlide"): [("joint.graph", "same", "joint", "state")],
     ("ball_in_cup", "body_state", "/tn__ballincup_j97/Geometry/ball"): [
