@@ -163,7 +163,12 @@ class Detector:
     def reach(self, kind: FaultKind, target: str) -> set[tuple[str, str]]:
         """The measures on the target a fault of this kind fails: its checks and their knock-ons."""
         keys = [(family, measure, target) for family, measure in kind.checks]
-        return set(kind.checks) | {(f, m) for f, m, t in knock_on_keys(self.input.comparison, *keys) if t == target}
+        return set(kind.checks) | {(f, m) for f, m, t in knock_on_keys(self.input.comparison, *keys, failed=self.failed)
+                                   if t == target}
+
+    def failed(self, key: Key) -> set[str]:
+        """The components of a check that fail on the input."""
+        return set(self.input.check(*key).failing())
 
     def choose(self, candidates: list[FaultKind], target: str, measures: set[tuple[str, str]]) -> FaultKind:
         """The kind that explains most of the target's failing measures; among equals, one whose
@@ -227,7 +232,7 @@ def _faults(detector: Detector, found: list[GateFailure]) -> list[Fault]:
     cmp = detector.input.comparison
     failing = {(f.family, f.measure, f.target) for f in found}
     # A failure another target's failure brings with it is that fault's consequence.
-    consequences = {k for key in failing for k in knock_on_keys(cmp, key) if k[2] != key[2]}
+    consequences = {k for key in failing for k in knock_on_keys(cmp, key, failed=detector.failed) if k[2] != key[2]}
     faults: list[Fault] = []
     for target in sorted({t for _, _, t in failing}):
         measures = {(f, m) for f, m, t in failing if t == target and (f, m, t) not in consequences}

@@ -57,6 +57,9 @@ class KnockOn:
     relation: str
     family: str
     measures: tuple[str, ...] = ALL
+    # The cause's components it follows from: it applies only where one of them fails on the input
+    # (a body disabled changes its joints, one made kinematic does not). Empty: always.
+    when: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -170,8 +173,9 @@ FAMILIES: tuple[Family, ...] = (
                  # to it join other bodies (their graph), and a nested one's colliders count towards
                  # the body above it (its mass). A kinematic body changes neither; a joint beside it
                  # that is disabled or loses its drive is a fault of its own.
-                 knock_on=(KnockOn("attached_joints", "joint", ("graph",)), KnockOn("enclosing_body", "mass"),
-                           ROOTS_MOVE)),
+                 knock_on=(KnockOn("attached_joints", "joint", ("graph",), when=("enabled",)),
+                           KnockOn("enclosing_body", "mass", when=("enabled",)),
+                           KnockOn("asset", "articulation", ("roots",), when=("enabled",)))),
          Measure("hierarchy", "body", "all_bodies")),
         {},
         (FaultKind("body_state", "body", (("body", "state"),),

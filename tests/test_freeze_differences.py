@@ -38,6 +38,7 @@ UNGATED = {(f.name, m.name) for f in FAMILIES for m in f.measures if not (m.obje
 def edited(out: Path, edits: list[tuple[str, str, object]], reference: Path = XARM) -> Path:
     """The reference with `edits` (prim, attribute, value) in a new strongest sublayer."""
     shutil.copytree(reference, out)
+    (out / "Layers").mkdir(exist_ok=True)
     root = Sdf.Layer.FindOrOpen(str(next(out.glob("*.usda"))))
     layer = Sdf.Layer.CreateNew(str(out / "Layers" / "hand_edit.usda"))
     root.subLayerPaths.insert(0, "./Layers/hand_edit.usda")

@@ -95,3 +95,20 @@ def test_injecting_the_cause_alone_makes_its_knock_ons_and_nothing_else(asset, k
         assert any((family, measure, element) in failing for element in related), \
             (f"{kind} on {target} does not fail {family}.{measure} on {related}", sorted(failing))
     assert failing <= own | knock_on_keys(m.comparison, *own), sorted(failing - own - knock_on_keys(m.comparison, *own))
+
+
+def test_a_knock_on_that_follows_from_a_component_applies_only_where_it_failed(tmp_path):
+    """A body made kinematic (not disabled) keeps its joints, the body above it and the
+    articulation as they were: its fault excuses none of them."""
+    reference = ASSETS / "ant"
+    body = "/ant/Geometry/torso/back_leg"
+    from tests.test_freeze_differences import edited
+
+    broken = edited(tmp_path / "input", [(body, "physics:kinematicEnabled", True)], reference)
+    m = measurements(reference, broken)
+    key = ("body", "state", body)
+    assert set(m.check(*key).failing()) == {"kinematic"}
+    declared = knock_on_keys(m.comparison, key)     # what a disabled body would excuse
+    assert {("articulation", "roots", "*"), ("mass", "mass", "/ant/Geometry/torso")} <= declared
+    assert any(family == "joint" for family, _, _ in declared)
+    assert knock_on_keys(m.comparison, key, failed=lambda k: set(m.check(*k).failing())) == set()
