@@ -248,6 +248,8 @@ def faults_for_freeze(reference: Path, input_: Path, faults_file: str | None, se
             lines.append(f"not using {manifest.path}: {why_not}; finding the faults by comparison")
         for f in detected:
             lines.append(f"found {f.id}: {f.kind} on {f.target} ({f.note})")
+        for f in detection.unnamed:
+            lines.append(f"differs, but no fault kind selects it alone: {f.reason}")
         # Nothing found: the refusal says what was compared, so it can be checked.
         return (detected or detection.refusal()), lines
     lines.append(f"faults from {manifest.path}")

@@ -191,8 +191,11 @@ class Detection:
     faults: list[Fault]
     differences: list[GateFailure]
     compared: str       # "8 bodies, 8 joints, 41 visible parts, 12 colliders"
+    unnamed: list[GateFailure]   # differences that are no fault's and no fault's knock-on
 
     def refusal(self) -> str:
+        if self.unnamed:
+            return f"compared {self.compared}: {len(self.unnamed)} difference(s) that no fault kind names"
         return f"compared {self.compared}: no difference above tolerance"
 
 
@@ -210,8 +213,8 @@ def detect(reference: Path, input_: Path, tolerances: dict | None = None,
     both composed with the case's `variant_selections`."""
     detector = Detector(reference, input_, tolerances, variant_selections)
     try:
-        found = differences(detector.input)
-        return Detection(_faults(detector, found), found, compared_text(detector.snapshot))
+        found, unnamed = differences(detector.input), []
+        return Detection(_faults(detector, found, unnamed), found, compared_text(detector.snapshot), unnamed)
     finally:
         detector.close()
 
@@ -228,7 +231,8 @@ def _note(kind: FaultKind, found: list[GateFailure]) -> str:
     return "found by comparison: " + "; ".join(own)
 
 
-def _faults(detector: Detector, found: list[GateFailure]) -> list[Fault]:
+def _faults(detector: Detector, found: list[GateFailure], unnamed: list[GateFailure]) -> list[Fault]:
+    """The faults that explain `found`; the differences no kind names are added to `unnamed`."""
     cmp = detector.input.comparison
     failing = {(f.family, f.measure, f.target) for f in found}
     # A failure another target's failure brings with it is that fault's consequence.
@@ -243,6 +247,8 @@ def _faults(detector: Detector, found: list[GateFailure]) -> list[Fault]:
             # fault: of its family's general kind (the first that fits, in table order).
             candidates = [k for k in fitting if detector.applies(k, target)] or fitting[:1]
             if not candidates:
+                # No kind selects these checks alone (a joint lost but not its frame): said, not frozen.
+                unnamed.extend(f for f in found if f.target == target and (f.family, f.measure) in measures)
                 break
             best = detector.choose(candidates, target, measures)
             faults.append(Fault(id=f"f{len(faults) + 1}", kind=best.name, target=target,
