@@ -39,9 +39,6 @@ def _related(cmp: Comparison, relation: str, target: str) -> list[str]:
         if relation == "collider_owner_body" and target not in reference.colliders:
             return []   # free space is the colliders' alone: a visible-only part leaves it alone
         return [component.body]
-    if relation == "enclosing_body":
-        body = reference.bodies.get(target)
-        return [body.parent_body] if body is not None and body.parent_body else []
     if relation == "asset":
         return ["*"]
     if relation == "parallel_joints":

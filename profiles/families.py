@@ -31,10 +31,9 @@ from dataclasses import dataclass, field
 TARGET_KINDS = ("joint", "body", "component", "asset")
 # How a knock-on exemption finds its elements from the fault's target: the target itself, the
 # body that owns a visible component, that body only when the component is also one of its
-# colliders, the joints attached to a body, the nearest body above a nested body, the other joints
-# between a joint's two bodies, the whole asset ("*").
-RELATIONS = ("same", "owner_body", "collider_owner_body", "attached_joints", "enclosing_body", "parallel_joints",
-             "asset")
+# colliders, the joints attached to a body, the other joints between a joint's two bodies, the
+# whole asset ("*").
+RELATIONS = ("same", "owner_body", "collider_owner_body", "attached_joints", "parallel_joints", "asset")
 # Which prims' authoring problems count against a check, beyond the element and the prims above
 # it: the prims a body owns, the transforms above a joint's bodies, or (instead of the element's
 # own) a part's or a body's colliders' bound materials.
@@ -170,11 +169,11 @@ FAMILIES: tuple[Family, ...] = (
         "body", "bodies",
         (Measure("state", "body", "all_bodies", "healthy_body_properties",
                  # A disabled body is no rigid body for the UsdPhysics parser: the joints attached
-                 # to it join other bodies (their graph), and a nested one's colliders count towards
-                 # the body above it (its mass). A kinematic body changes neither; a joint beside it
-                 # that is disabled or loses its drive is a fault of its own.
+                 # to it join other bodies (their graph). A kinematic body changes neither; a joint
+                 # beside it that is disabled or loses its drive is a fault of its own. (A nested
+                 # disabled body's colliders also count towards the body above it; that is no
+                 # knock-on, since it would excuse an independent mass fault there.)
                  knock_on=(KnockOn("attached_joints", "joint", ("graph",), when=("enabled",)),
-                           KnockOn("enclosing_body", "mass", when=("enabled",)),
                            KnockOn("asset", "articulation", ("roots",), when=("enabled",)))),
          Measure("hierarchy", "body", "all_bodies")),
         {},
