@@ -4,18 +4,17 @@ and the collateral of an inject manifest).
 What differs is what the grade's gates would report for the input graded as a candidate with no
 fault declared: every measure of every family on every reference target, read through the same
 function the gates read (gates/differences.py), so freeze and the grade cannot disagree on what
-is a difference. A failing check that the family
-table declares a knock-on of another failing check (a body's collision moved with its visible
-part, a deleted joint's frame and range) is that fault's consequence, not a fault of its own.
-Each target's remaining failing measures become fault kinds, the kind that explains most of them
-(its checks and their knock-ons) first. A kind is named where its injector accepts the
-target (what `usdgrade inject --targets` lists; where none does, the first kind that fits, so
-every difference is a fault), and among kinds that explain as much, one whose
-injector reproduces the input's difference exactly (injected into a copy of the reference and
-measured like the input), then the one whose own checks fail most, else the family's general
-kind, the first in table order (a mass edited alone is `mass_changed`, whatever its inertia does): an edited
-limit (110 -> 95) is `joint_limits`, not `joint_limit_units`, whose injector would have turned both
-limits into radians.
+is a difference. A failing check that the family table declares a knock-on of another failing
+check (a body's collision moved with its visible part, a deleted joint's frame and range) is that
+fault's consequence, not a fault of its own. Each target's remaining failing measures become fault
+kinds, the kind that explains most of them (its checks and their knock-ons) first. A kind is named
+where its injector accepts the target (what `usdgrade inject --targets` lists; where none does,
+the first kind that fits, so every difference is a fault). Among kinds that explain as much: one
+whose injector reproduces the input's difference exactly (injected into a copy of the reference
+with a few seeds and measured like the input), else alike in form with near errors; then the one
+whose own checks fail most; else the family's general kind, the first in table order (a mass
+edited alone is `mass_changed`, whatever its inertia does). An edited limit (110 -> 95) is
+`joint_limits`, not `joint_limit_units`, whose injector would have turned both limits into radians.
 """
 from __future__ import annotations
 
@@ -26,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from usd_repair_verifier.checks.measurement import Comparison
-from usd_repair_verifier.checks.registry import FAMILIES, Measurements
+from usd_repair_verifier.checks.registry import Measurements
 from usd_repair_verifier.gates.differences import every_difference
 from usd_repair_verifier.gates.exemptions import knock_on_keys
 from usd_repair_verifier.profiles.families import FaultKind
@@ -137,8 +136,7 @@ class Detector:
         """How well the kind's injector, on the reference, makes the input's difference: (2, 0)
         exactly (its checks' failing components with the same values); (1, -distance) in form (the
         same components fail across its checks and knock-ons on the target, their errors `NEAR`),
-        nearer first;
-        (0, 0) not at all. An injector that draws (which flag, which direction) is tried with a
+        nearer first; (0, 0) not at all. An injector that draws (which flag, which direction) is tried with a
         few seeds."""
         checks = [(family, measure, target) for family, measure in kind.checks]
         reach = [(family, measure, target) for family, measure in sorted(self.reach(kind, target))]
