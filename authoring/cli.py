@@ -229,11 +229,12 @@ def faults_from_file(path: Path) -> list:
 
 
 def faults_for_freeze(reference: Path, input_: Path, faults_file: str | None, selections: dict | None = None):
-    """The faults to freeze, and the lines that say where they came from; None: refuse. Stages are
+    """The faults to freeze, and the lines that say where they came from; a sentence instead of the
+    faults: nothing differs, refuse (it says what was compared). Stages are
     compared as the case will grade them: composed with its variant `selections`."""
     import functools
 
-    from usd_repair_verifier.authoring.freeze import detect_faults
+    from usd_repair_verifier.authoring.detect import detect, detect_faults
     from usd_repair_verifier.authoring.manifest import collateral, mismatch, read_manifest
 
     if faults_file:
@@ -241,21 +242,25 @@ def faults_for_freeze(reference: Path, input_: Path, faults_file: str | None, se
     lines = []
     manifest = read_manifest(input_)
     why_not = mismatch(manifest, reference, input_) if manifest else "no injection manifest"
-    detect = functools.partial(detect_faults, variant_selections=selections)
-    detected = detect(reference, input_)
+    detection = detect(reference, input_, variant_selections=selections)
+    detected = detection.faults
     if why_not:
         if manifest:
             lines.append(f"not using {manifest.path}: {why_not}; finding the faults by comparison")
         for f in detected:
             lines.append(f"found {f.id}: {f.kind} on {f.target} ({f.note})")
-        return (detected or None), lines
+        for f in detection.unnamed:
+            lines.append(f"differs, but no fault kind selects it alone: {f.reason}")
+        # Nothing found: the refusal says what was compared, so it can be checked.
+        return (detected or detection.refusal()), lines
     lines.append(f"faults from {manifest.path}")
     found = {(f.kind, f.target) for f in detected}
     by_id = {f.id: f for f in manifest.faults}
     for f in manifest.faults:
         seen = "" if (f.kind, f.target) in found else "  (not found by comparison as this kind)"
         lines.append(f"injected {f.id}: {f.kind} on {f.target} ({f.note}){seen}")
-    extra = collateral(reference, manifest, detected, detect, progress=labelled("attributing collateral", "fault"),
+    extra = collateral(reference, manifest, detected, functools.partial(detect_faults, variant_selections=selections),
+                       progress=labelled("attributing collateral", "fault"),
                        variant_selections=selections)
     for cause, items in extra.items():
         source = by_id.get(cause)
@@ -314,9 +319,10 @@ def freeze_command(args: argparse.Namespace) -> int:
             with working("freeze: comparing the input with the reference"):
                 faults, lines = faults_for_freeze(reference, input_, args.faults, selections)
             print("\n".join(lines))
-            if not faults:
-                return fail("refusing to freeze: the input does not differ from the reference in anything measured",
-                            REFUSED)
+            if isinstance(faults, str) or not faults:
+                compared = f" ({faults})" if isinstance(faults, str) else ""
+                return fail(f"refusing to freeze: the input does not differ from the reference in anything measured"
+                            f"{compared}", REFUSED)
             with working("freeze: measuring the input's errors, then grading reference and input"):
                 profile = freeze(args.id or out.name, reference, input_, out, faults,
                                  progress=labelled("grading reference and input", "grade"),

@@ -1,29 +1,35 @@
 """Finding a broken input's faults by comparing it with its reference (freeze without --faults,
 and the collateral of an inject manifest).
 
-Every measure of every family runs on every reference target. A failing check that the family
-table declares a knock-on of another failing check (a body's collision moved with its visible
-part, a deleted joint's frame and range) is that fault's consequence, not a fault of its own.
-Each target's remaining failing measures become fault kinds, the kind that explains most of them
-(its checks and their knock-ons) first. A kind is named only where its injector accepts the
-target (what `usdgrade inject --targets` lists), and among kinds that explain as much, one whose
-injector reproduces the input's difference exactly (injected into a copy of the reference and
-measured like the input), else the family's general kind, the first in table order: an edited
-limit (110 -> 95) is `joint_limits`, not `joint_limit_units`, whose injector would have turned both
-limits into radians.
+What differs is what the grade's gates would report for the input graded as a candidate with no
+fault declared: every measure of every family on every reference target, read through the same
+function the gates read (gates/differences.py), so freeze and the grade cannot disagree on what
+is a difference. A failing check that the family table declares a knock-on of another failing
+check (a body's collision moved with its visible part, a deleted joint's frame and range) is that
+fault's consequence, not a fault of its own. Each target's remaining failing measures become fault
+kinds, the kind that explains most of them (its checks and their knock-ons) first. A kind is named
+where its injector accepts the target (what `usdgrade inject --targets` lists; where none does,
+the first kind that fits, so every difference is a fault). Among kinds that explain as much: one
+whose injector reproduces the input's difference exactly (injected into a copy of the reference
+with a few seeds and measured like the input), else alike in form with near errors; then the one
+whose own checks fail most; else the family's general kind, the first in table order (a mass
+edited alone is `mass_changed`, whatever its inertia does). An edited limit (110 -> 95) is
+`joint_limits`, not `joint_limit_units`, whose injector would have turned both limits into radians.
 """
 from __future__ import annotations
 
 import math
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from usd_repair_verifier.checks.measurement import Comparison
-from usd_repair_verifier.checks.registry import FAMILIES, Measurements
+from usd_repair_verifier.checks.registry import Measurements
+from usd_repair_verifier.gates.differences import every_difference
 from usd_repair_verifier.gates.exemptions import knock_on_keys
 from usd_repair_verifier.profiles.families import FaultKind
-from usd_repair_verifier.profiles.result_record import CheckResult
+from usd_repair_verifier.profiles.result_record import CheckResult, GateFailure
 from usd_repair_verifier.profiles.schema import Fault
 from usd_repair_verifier.profiles.vocabulary import DEFAULT_CORRESPONDENCE, DEFAULT_SAMPLING, DEFAULT_TOLERANCES, FAULT_KINDS
 from usd_repair_verifier.stage_snapshot.correspondence import correspond
@@ -35,6 +41,11 @@ from usd_repair_verifier.authoring.inject_targets import try_inject
 from usd_repair_verifier.authoring.usd_messages import muted
 
 Key = tuple[str, str, str]
+LIKENESS_SEEDS = (0, 1, 2)   # an injector that draws is tried with these seeds
+# A difference alike in form is near when its failing components' errors are within this share of
+# each other on average: a centre of mass moved another way (0.09), not one limit of a revolute
+# joint read as radians for one edited by 15 degrees.
+NEAR = 0.5
 
 
 def target_kind(reference, target: str) -> str | None:
@@ -55,17 +66,30 @@ def _measurements(reference_snapshot, package: Path, tolerances: dict) -> Measur
     return Measurements(Comparison(reference_snapshot, candidate, match, tolerances))
 
 
-def _failing(measurements: Measurements) -> set[Key]:
-    """Every (family, measure, target) whose measure fails (its own components, not authoring)."""
-    found = set()
-    for family, module in sorted(FAMILIES.items()):
-        for measure in module.MEASURES:
-            view = measurements.view(family, measure)
-            for target in module.targets(measurements.comparison.reference, measure):
-                result = module.MEASURES[measure](view, target)
-                if isinstance(result, dict) and any(not (c.error <= c.tolerance) for c in result.values()):
-                    found.add((family, measure, target))
-    return found
+def differences(measurements: Measurements) -> list[GateFailure]:
+    """What differs: the failures the grade's gates report for this input graded as a candidate
+    with no fault declared (gates/differences.py, the one definition both read)."""
+    return every_difference(measurements)
+
+
+def _failing_components(measurements: Measurements, keys: list[Key]) -> set[tuple[str, str, str]]:
+    """(family, measure, component) of every failing component of these checks."""
+    return {(key[0], key[1], name) for key in keys for name in measurements.check(*key).failing()}
+
+
+def _distance(found: Measurements, made: Measurements, keys: list[Key]) -> float:
+    """How far apart two differences of the same form are: the failing components' errors, each
+    relative to the larger of the two (0: the same errors)."""
+    total = 0.0
+    for key in keys:
+        made_components = made.check(*key).components
+        for name, c in found.check(*key).failing().items():
+            a, b = c.error, made_components[name].error
+            if a is None or b is None or not (math.isfinite(a) and math.isfinite(b)):
+                total += 0.0 if a == b else 1.0
+            else:
+                total += abs(a - b) / max(abs(a), abs(b), 1e-12)
+    return total
 
 
 def _close(a, b, tolerance: float) -> bool:
@@ -108,61 +132,124 @@ class Detector:
         with muted():       # a try on a private copy: what USD says of it names no package of the author's
             return try_inject(root_layer_of(self.reference), kind.name, target, self.selections) is None
 
-    def reproduces(self, kind: FaultKind, target: str) -> bool:
-        """The kind's injector, on the reference, makes the input's difference."""
-        out = self._scratch / kind.name
-        with muted():       # the copy in the scratch folder is broken on purpose
-            try:
-                inject(self.reference, out, [(kind.name, target)], seed=0, variant_selections=self.selections)
-            except InjectionError:
-                return False
-            made = _measurements(self.snapshot, out, self.tolerances)
+    def likeness(self, kind: FaultKind, target: str) -> tuple[int, float]:
+        """How well the kind's injector, on the reference, makes the input's difference: (2, 0)
+        exactly (its checks' failing components with the same values); (1, -distance) in form (the
+        same components fail across its checks and knock-ons on the target, their errors `NEAR`),
+        nearer first; (0, 0) not at all. An injector that draws (which flag, which direction) is tried with a
+        few seeds."""
         checks = [(family, measure, target) for family, measure in kind.checks]
-        return reproduces([self.input.check(*key) for key in checks], [made.check(*key) for key in checks])
+        reach = [(family, measure, target) for family, measure in sorted(self.reach(kind, target))]
+        best = (0, 0.0)
+        for seed in LIKENESS_SEEDS:
+            out = self._scratch / f"{kind.name}-{seed}"
+            with muted():       # the copy in the scratch folder is broken on purpose
+                try:
+                    inject(self.reference, out, [(kind.name, target)], seed=seed, variant_selections=self.selections)
+                except InjectionError:
+                    return best
+                made = _measurements(self.snapshot, out, self.tolerances)
+            if reproduces([self.input.check(*key) for key in checks], [made.check(*key) for key in checks]):
+                return (2, 0.0)
+            form = _failing_components(self.input, reach)
+            if form == _failing_components(made, reach):
+                distance = _distance(self.input, made, reach) / max(len(form), 1)
+                if distance <= NEAR:
+                    best = max(best, (1, -distance))
+        return best
 
     def reach(self, kind: FaultKind, target: str) -> set[tuple[str, str]]:
         """The measures on the target a fault of this kind fails: its checks and their knock-ons."""
         keys = [(family, measure, target) for family, measure in kind.checks]
-        return set(kind.checks) | {(f, m) for f, m, t in knock_on_keys(self.input.comparison, *keys) if t == target}
+        return set(kind.checks) | {(f, m) for f, m, t in knock_on_keys(self.input.comparison, *keys, failed=self.failed)
+                                   if t == target}
+
+    def failed(self, key: Key) -> set[str]:
+        """The components of a check that fail on the input."""
+        return set(self.input.check(*key).failing())
 
     def choose(self, candidates: list[FaultKind], target: str, measures: set[tuple[str, str]]) -> FaultKind:
         """The kind that explains most of the target's failing measures; among equals, one whose
-        injector reproduces the difference exactly; else the first in table order (the general
-        kind of a family comes before its special cases)."""
+        injector reproduces the difference exactly, else in form (`likeness`); then the one whose own checks fail most; else
+        the first in table order (the general kind of a family comes before its special cases)."""
         widest = max(len(self.reach(k, target) & measures) for k in candidates)
         tied = [k for k in candidates if len(self.reach(k, target) & measures) == widest]
         if len(tied) > 1:
-            tied = [k for k in tied if self.reproduces(k, target)] or tied
-        return tied[0]
+            likeness = {k.name: self.likeness(k, target) for k in tied}
+            closest = max(likeness.values())
+            tied = [k for k in tied if likeness[k.name] == closest]
+        most = max(len(k.checks) for k in tied)
+        return next(k for k in tied if len(k.checks) == most)
 
 
-def detect_faults(reference: Path, input_: Path, tolerances: dict | None = None,
-                  variant_selections: dict | None = None) -> list[Fault]:
+@dataclass(frozen=True)
+class Detection:
+    """What freeze found: the faults, every difference they were chosen from, and what was compared."""
+
+    faults: list[Fault]
+    differences: list[GateFailure]
+    compared: str       # "8 bodies, 8 joints, 41 visible parts, 12 colliders"
+    unnamed: list[GateFailure]   # differences that are no fault's and no fault's knock-on
+
+    def refusal(self) -> str:
+        if self.unnamed:
+            return f"compared {self.compared}: {len(self.unnamed)} difference(s) that no fault kind names"
+        return f"compared {self.compared}: no difference above tolerance"
+
+
+def compared_text(reference) -> str:
+    """What a comparison covers, counted on the reference (each with its unit of count)."""
+    counts = ((len(reference.bodies), "body", "bodies"), (len(reference.joints), "joint", "joints"),
+              (len(reference.components), "visible part", "visible parts"),
+              (len(reference.colliders), "collider", "colliders"))
+    return ", ".join(f"{n} {one if n == 1 else many}" for n, one, many in counts)
+
+
+def detect(reference: Path, input_: Path, tolerances: dict | None = None,
+           variant_selections: dict | None = None) -> Detection:
     """Find what differs between reference and input, as faults of the vocabulary (see above),
     both composed with the case's `variant_selections`."""
     detector = Detector(reference, input_, tolerances, variant_selections)
     try:
-        return _faults(detector)
+        found, unnamed = differences(detector.input), []
+        return Detection(_faults(detector, found, unnamed), found, compared_text(detector.snapshot), unnamed)
     finally:
         detector.close()
 
 
-def _faults(detector: Detector) -> list[Fault]:
+def detect_faults(reference: Path, input_: Path, tolerances: dict | None = None,
+                  variant_selections: dict | None = None) -> list[Fault]:
+    """The faults `detect` finds."""
+    return detect(reference, input_, tolerances, variant_selections).faults
+
+
+def _note(kind: FaultKind, found: list[GateFailure]) -> str:
+    """The fault's note: its checks' measured values as the gates state them."""
+    own = [f.reason.replace(f" {f.target}: ", ": ", 1) for f in found if (f.family, f.measure) in kind.checks]
+    return "found by comparison: " + "; ".join(own)
+
+
+def _faults(detector: Detector, found: list[GateFailure], unnamed: list[GateFailure]) -> list[Fault]:
+    """The faults that explain `found`; the differences no kind names are added to `unnamed`."""
     cmp = detector.input.comparison
-    failing = _failing(detector.input)
+    failing = {(f.family, f.measure, f.target) for f in found}
     # A failure another target's failure brings with it is that fault's consequence.
-    consequences = {k for key in failing for k in knock_on_keys(cmp, key) if k[2] != key[2]}
+    consequences = {k for key in failing for k in knock_on_keys(cmp, key, failed=detector.failed) if k[2] != key[2]}
     faults: list[Fault] = []
     for target in sorted({t for _, _, t in failing}):
         measures = {(f, m) for f, m, t in failing if t == target and (f, m, t) not in consequences}
         kind_of_target = target_kind(cmp.reference, target)
         while measures:
-            candidates = [k for k in FAULT_KINDS.values() if k.target == kind_of_target
-                          and set(k.checks) <= measures and detector.applies(k, target)]
+            fitting = [k for k in FAULT_KINDS.values() if k.target == kind_of_target and set(k.checks) <= measures]
+            # A kind whose injector takes the target; where none does, the difference is still a
+            # fault: of its family's general kind (the first that fits, in table order).
+            candidates = [k for k in fitting if detector.applies(k, target)] or fitting[:1]
             if not candidates:
+                # No kind selects these checks alone (a joint lost but not its frame): said, not frozen.
+                unnamed.extend(f for f in found if f.target == target and (f.family, f.measure) in measures)
                 break
             best = detector.choose(candidates, target, measures)
             faults.append(Fault(id=f"f{len(faults) + 1}", kind=best.name, target=target,
-                                note="found by comparison: " + ", ".join(f"{f}.{m}" for f, m in sorted(best.checks))))
+                                note=_note(best, [f for f in found if f.target == target])))
             measures -= detector.reach(best, target)
     return faults

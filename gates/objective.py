@@ -5,21 +5,16 @@ All must pass to lift the 0.99 cap. Each gate lists what failed.
 from __future__ import annotations
 
 from usd_repair_verifier.checks.registry import Measurements
-from usd_repair_verifier.profiles.result_record import CheckResult, GateFailure, GateResult
+from usd_repair_verifier.profiles.result_record import GateFailure, GateResult
 from usd_repair_verifier.profiles.families import gated_measures
 from usd_repair_verifier.profiles.schema import Profile
 
-
-def failed(measurements: list[CheckResult]) -> list[GateFailure]:
-    # passed None is unmeasured: the reference does not establish it, so it does not gate.
-    return [GateFailure(reason=f"{m.family}.{m.measure} {m.target}: {m.details}", family=m.family, measure=m.measure,
-                        target=m.target, components=m.failing())
-            for m in measurements if m.passed is False]
+from .differences import failing_measurements
 
 
 def gated_failures(measurements: Measurements, gate: str) -> list[GateFailure | str]:
     """Every failing measurement of the measures the family table puts under this gate."""
-    return [failure for family, name in gated_measures(gate) for failure in failed(measurements.every(family, (name,)))]
+    return failing_measurements(measurements, gated_measures(gate))
 
 
 def all_joints(measurements: Measurements, profile: Profile) -> GateResult:

@@ -28,7 +28,7 @@ from usd_repair_verifier.profiles.schema import Profile
 from usd_repair_verifier.stage_snapshot import scene, spatial
 
 from . import exemptions
-from .objective import failed
+from .differences import failed
 from usd_repair_verifier.profiles.result_record import GateResult
 
 GRAVITY_TOLERANCE = 1e-3        # m/s^2 on each component of the gravity vector

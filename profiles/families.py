@@ -43,12 +43,15 @@ class TargetKind(enum.StrEnum):
 class Relation(enum.StrEnum):
     """How a knock-on exemption finds its elements from the fault's target: the target itself, the
     body that owns a visible component, that body only when the component is also one of its
-    colliders, the joints attached to a body."""
+    colliders, the joints attached to a body, the other joints between a joint's two bodies, the
+    whole asset ("*")."""
 
     SAME = "same"
     OWNER_BODY = "owner_body"
     COLLIDER_OWNER_BODY = "collider_owner_body"
     ATTACHED_JOINTS = "attached_joints"
+    PARALLEL_JOINTS = "parallel_joints"
+    ASSET = "asset"
 
 
 class Scope(enum.StrEnum):
@@ -88,6 +91,9 @@ class KnockOn:
     relation: Relation
     family: str
     measures: tuple[str, ...] = ALL
+    # The cause's components it follows from: it applies only where one of them fails on the input
+    # (a body disabled changes its joints, one made kinematic does not). Empty: always.
+    when: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -136,10 +142,12 @@ MASS_ATTRIBUTES = ("physics:mass", "physics:density", "physics:centerOfMass", "p
                    "physics:principalAxes")
 BODY_ATTRIBUTES = ("physics:rigidBodyEnabled", "physics:kinematicEnabled", "physics:velocity",
                    "physics:angularVelocity")
-# Any fault on a body (its state, mass, collision or physics material) moves its mass properties,
-# which come from all of them.
-MOVES_MASS = KnockOn(relation=Relation.SAME, family="mass")
+# Each knock-on is what injecting a fault graded by its measure, alone, on a reference is measured
+# to change (tests/test_knock_ons.py shows each one happen); nothing else is excused.
 TRAVEL = ("limit_angle_deg", "limit_linear_m")
+# Which bodies the articulation's joints join, and which joint or body is its root, move with any
+# fault that changes what a joint joins or whether it or its body simulates.
+ROOTS_MOVE = KnockOn(relation=Relation.ASSET, family="articulation", measures=("roots",))
 
 
 def _inject(module: str, function: str) -> str:
@@ -155,13 +163,14 @@ def _joint(*, name: str, tolerances: tuple[str, ...] = (), knock_on: tuple[Knock
 FAMILIES: tuple[Family, ...] = (
     Family(
         name="joint", module="joints",
-        measures=(_joint(name="existence", knock_on=(KnockOn(relation=Relation.SAME, family="joint", measures=("graph", "frame", "range", "state", "redundant")),)),
-         _joint(name="graph", knock_on=(KnockOn(relation=Relation.SAME, family="joint", measures=("frame", "range", "state")),)),
+        measures=(_joint(name="existence", knock_on=(KnockOn(relation=Relation.SAME, family="joint", measures=("graph", "frame", "range", "state")), ROOTS_MOVE)),
+         _joint(name="graph", knock_on=(KnockOn(relation=Relation.SAME, family="joint", measures=("frame", "range", "state")), ROOTS_MOVE)),
          _joint(name="frame", tolerances=("joint_position_m", "joint_angle_deg")),
          _joint(name="range", tolerances=TRAVEL),
-         _joint(name="state", tolerances=("drive_relative", *TRAVEL)),
+         _joint(name="state", tolerances=("drive_relative", *TRAVEL), knock_on=(ROOTS_MOVE,)),
          # An extra joint is not a property of one reference joint: the joint_count gate bounds it.
-         Measure(name="redundant", target_kind=TargetKind.JOINT)),
+         # The other joints between the same two bodies count the extra one too.
+         Measure(name="redundant", target_kind=TargetKind.JOINT, knock_on=(KnockOn(relation=Relation.PARALLEL_JOINTS, family="joint", measures=("redundant",)),))),
         tolerances={"joint_position_m": 1e-3, "joint_angle_deg": 0.5, "limit_angle_deg": 0.5, "limit_linear_m": 1e-3,
          "drive_relative": 0.01},
         fault_kinds=(FaultKind(name="joint_frame", target=TargetKind.JOINT, checks=(("joint", "frame"),),
@@ -196,10 +205,14 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         name="body", module="bodies",
         measures=(Measure(name="state", target_kind=TargetKind.BODY, objective_gate="all_bodies", preservation_gate="healthy_body_properties",
-                 # A body disabled or made kinematic is no longer a dynamic body for the UsdPhysics
-                 # parser, so the joints attached to it resolve differently.
-                 knock_on=(MOVES_MASS, KnockOn(relation=Relation.ATTACHED_JOINTS, family="joint", measures=("graph", "state")))),
-         Measure(name="hierarchy", target_kind=TargetKind.BODY, objective_gate="all_bodies", knock_on=(MOVES_MASS,))),
+                 # A disabled body is no rigid body for the UsdPhysics parser: the joints attached
+                 # to it join other bodies (their graph). A kinematic body changes neither; a joint
+                 # beside it that is disabled or loses its drive is a fault of its own. (A nested
+                 # disabled body's colliders also count towards the body above it; that is no
+                 # knock-on, since it would excuse an independent mass fault there.)
+                 knock_on=(KnockOn(relation=Relation.ATTACHED_JOINTS, family="joint", measures=("graph",), when=("enabled",)),
+                           KnockOn(relation=Relation.ASSET, family="articulation", measures=("roots",), when=("enabled",)))),
+         Measure(name="hierarchy", target_kind=TargetKind.BODY, objective_gate="all_bodies")),
         tolerances={},
         fault_kinds=(FaultKind(name="body_state", target=TargetKind.BODY, checks=(("body", "state"),),
                    summary="a rigid body disabled or made kinematic", injector=_inject("body", "body_state")),
@@ -217,14 +230,14 @@ FAMILIES: tuple[Family, ...] = (
                  tolerances=("geometry_position_m", "geometry_angle_deg"), knock_on=(
                      KnockOn(relation=Relation.OWNER_BODY, family="collision", measures=("coverage",)),
                      KnockOn(relation=Relation.COLLIDER_OWNER_BODY, family="collision", measures=("free_space",)),
-                     KnockOn(relation=Relation.OWNER_BODY, family="mass"), KnockOn(relation=Relation.OWNER_BODY, family="material", measures=("physics",)))),
+                     KnockOn(relation=Relation.OWNER_BODY, family="mass", measures=("center_of_mass", "inertia")))),
          # A part scaled about its origin also moves its centroid.
          Measure(name="shape", target_kind=TargetKind.COMPONENT, objective_gate="all_bodies", preservation_gate="retained_visible_components",
                  tolerances=("geometry_shape_m", "geometry_area_relative"), knock_on=(
                      KnockOn(relation=Relation.SAME, family="geometry", measures=("placement",)),
                      KnockOn(relation=Relation.OWNER_BODY, family="collision", measures=("coverage",)),
                      KnockOn(relation=Relation.COLLIDER_OWNER_BODY, family="collision", measures=("free_space",)),
-                     KnockOn(relation=Relation.OWNER_BODY, family="mass"), KnockOn(relation=Relation.OWNER_BODY, family="material", measures=("physics",))))),
+                     KnockOn(relation=Relation.OWNER_BODY, family="mass")))),
         tolerances={"geometry_position_m": 1e-3, "geometry_angle_deg": 0.5, "geometry_shape_m": 1e-3,
          "geometry_area_relative": 0.01},
         fault_kinds=(FaultKind(name="component_moved", target=TargetKind.COMPONENT, checks=(("geometry", "placement"),),
@@ -237,9 +250,9 @@ FAMILIES: tuple[Family, ...] = (
         name="collision", module="collision",
         # A removed collider has no physics material left to compare.
         measures=(Measure(name="coverage", target_kind=TargetKind.BODY, objective_gate="all_bodies", preservation_gate="collision_support", tolerances=("collision_margin_m", "collision_coverage"),
-                 knock_on=(MOVES_MASS, KnockOn(relation=Relation.SAME, family="material", measures=("physics",)))),
+                 knock_on=(KnockOn(relation=Relation.SAME, family="mass"), KnockOn(relation=Relation.SAME, family="material", measures=("physics",)))),
          Measure(name="free_space", target_kind=TargetKind.BODY, objective_gate="all_bodies", preservation_gate="collision_support", tolerances=("collision_free_space", "collision_margin_m"),
-                 knock_on=(MOVES_MASS, KnockOn(relation=Relation.SAME, family="material", measures=("physics",))))),
+                 knock_on=(KnockOn(relation=Relation.SAME, family="mass"),))),
         tolerances={"collision_margin_m": 1e-3, "collision_coverage": 0.02, "collision_free_space": 0.05},
         fault_kinds=(FaultKind(name="collision_removed", target=TargetKind.BODY, checks=(("collision", "coverage"),),
                    summary="the body's colliders lose their CollisionAPI", injector=_inject("collision", "collision_removed")),
@@ -255,17 +268,25 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         name="mass", module="mass",
         # Unmeasured (so neither gating nor preserved) where the reference establishes nothing.
-        measures=(Measure(name="mass", target_kind=TargetKind.BODY, objective_gate="all_bodies", preservation_gate="healthy_body_properties", tolerances=("mass_relative",), knock_on=(MOVES_MASS,)),
-         Measure(name="center_of_mass", target_kind=TargetKind.BODY, objective_gate="all_bodies", preservation_gate="healthy_body_properties", tolerances=("com_m",), knock_on=(MOVES_MASS,)),
-         Measure(name="inertia", target_kind=TargetKind.BODY, objective_gate="all_bodies", preservation_gate="healthy_body_properties", tolerances=("inertia_relative",), knock_on=(MOVES_MASS,)),
-         Measure(name="inertia_orientation", target_kind=TargetKind.BODY, objective_gate="all_bodies", preservation_gate="healthy_body_properties",
-                 tolerances=("inertia_relative",), knock_on=(MOVES_MASS,))),
+        # A mass moved by its density moves the centre of mass and inertia with it (a computed
+        # inertia scales with the mass); a centre of mass moved, the inertia about it. The
+        # orientation of the inertia follows whatever moves the tensor's shape.
+        measures=(Measure(name="mass", target_kind=TargetKind.BODY, objective_gate="all_bodies", preservation_gate="healthy_body_properties", tolerances=("mass_relative",),
+                 knock_on=(KnockOn(relation=Relation.SAME, family="mass", measures=("center_of_mass", "inertia", "inertia_orientation")),)),
+         Measure(name="center_of_mass", target_kind=TargetKind.BODY, objective_gate="all_bodies", preservation_gate="healthy_body_properties", tolerances=("com_m",),
+                 knock_on=(KnockOn(relation=Relation.SAME, family="mass", measures=("inertia", "inertia_orientation")),)),
+         Measure(name="inertia", target_kind=TargetKind.BODY, objective_gate="all_bodies", preservation_gate="healthy_body_properties", tolerances=("inertia_relative",),
+                 knock_on=(KnockOn(relation=Relation.SAME, family="mass", measures=("inertia_orientation",)),)),
+         Measure(name="inertia_orientation", target_kind=TargetKind.BODY, objective_gate="all_bodies", preservation_gate="healthy_body_properties", tolerances=("inertia_relative",))),
         tolerances={"mass_relative": 0.01,      # |log ratio| <= log1p(.)
          "com_m": 1e-3,              # world distance, metres
          # max |log ratio| over sorted principal moments <= log1p(.); and for inertia_orientation
          # |I_c/tr I_c - I_r/tr I_r|_F / |I_r/tr I_r|_F <= (.) of the world tensors I
          "inertia_relative": 0.02},
-        fault_kinds=(FaultKind(name="mass_unit_factor", target=TargetKind.BODY, checks=(("mass", "mass"), ("mass", "inertia")),
+        fault_kinds=(FaultKind(name="mass_changed", target=TargetKind.BODY, checks=(("mass", "mass"),),
+                   summary="a body's mass changed alone (x4 as a body mass; an authored inertia kept)",
+                   injector=_inject("mass", "mass_changed")),
+         FaultKind(name="mass_unit_factor", target=TargetKind.BODY, checks=(("mass", "mass"), ("mass", "inertia")),
                    summary="a body's mass authored in grams for kilograms (mass and inertia x1000)",
                    injector=_inject("mass", "mass_unit_factor")),
          FaultKind(name="density_misplaced", target=TargetKind.BODY, checks=(("mass", "mass"),),
@@ -284,8 +305,7 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         name="material", module="materials",
         measures=(Measure(name="visual", target_kind=TargetKind.COMPONENT, objective_gate="all_bodies", preservation_gate="healthy_materials", tolerances=("material_color", "material_scalar")),
-         Measure(name="physics", target_kind=TargetKind.BODY, objective_gate="all_bodies", preservation_gate="healthy_materials", tolerances=("density_relative", "friction_abs"),
-                 knock_on=(MOVES_MASS,))),
+         Measure(name="physics", target_kind=TargetKind.BODY, objective_gate="all_bodies", preservation_gate="healthy_materials", tolerances=("density_relative", "friction_abs"))),
         tolerances={"material_color": 0.02,     # max abs channel difference
          "material_scalar": 0.02,    # abs difference
          "density_relative": 0.01,   # physics material density, relative

@@ -22,6 +22,7 @@ from tests.grade_in_process import grade_warm
 ROOT = Path(__file__).resolve().parent.parent
 CABINET = ROOT / "fixtures" / "assets" / "cabinet_cm"
 HINGE = "/Cabinet/Joints/DoorHinge"
+BACK = "/Cabinet/Carcass/Visuals/Back"
 
 
 def usdgrade(*args: str) -> subprocess.CompletedProcess:
@@ -95,14 +96,28 @@ def test_inject_writes_a_manifest_beside_the_package_not_inside(tmp_path):
 
 
 def test_freeze_uses_the_manifest_and_reports_collateral(tmp_path):
-    # Seed 1 disables the hinge: the comparison also sees the articulation change.
+    # Seed 0 stretches the carcass's back panel x1.6 through the top and bottom panels it meets:
+    # the grade compares touching parts as one surface, so those two are reshaped too. That is
+    # collateral (not what a reshaped part alone makes elsewhere), reported and not frozen, and the
+    # grade counts it as damage, so freeze refuses the case.
+    r = usdgrade("inject", "--reference", str(CABINET), "--fault", f"component_reshaped:{BACK}", "--seed", "0",
+                 "--out", str(tmp_path / "broken"))
+    assert "scaled by [1.0, 1.0, 1.6]" in r.stdout, r.stdout + r.stderr
+    r = usdgrade("freeze", "--reference", str(CABINET), "--input", str(tmp_path / "broken"), "--out", str(tmp_path / "case"))
+    assert "faults from" in r.stdout and f"injected f1: component_reshaped on {BACK}" in r.stdout
+    assert (f"collateral of f1 (component_reshaped on {BACK}): component_reshaped on /Cabinet/Carcass/Visuals/Bottom"
+            in r.stdout), r.stdout
+    assert r.returncode != 0 and "refusing to freeze" in r.stderr and not (tmp_path / "case").exists()
+
+
+def test_a_disabled_hinge_moves_the_articulation_as_a_knock_on(tmp_path):
+    # Seed 1 disables the hinge: the articulation's roots change with it, the declared knock-on of
+    # a joint's state, so it is neither collateral nor a fault of its own.
     r = usdgrade("inject", "--reference", str(CABINET), "--fault", f"joint_state:{HINGE}", "--seed", "1",
                  "--out", str(tmp_path / "broken"))
     assert "jointEnabled set to False" in r.stdout, r.stdout + r.stderr
     r = usdgrade("freeze", "--reference", str(CABINET), "--input", str(tmp_path / "broken"), "--out", str(tmp_path / "case"))
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert "faults from" in r.stdout and f"injected f1: joint_state on {HINGE}" in r.stdout
-    assert (f"collateral of f1 (joint_state on {HINGE}): articulation_root on *" in r.stdout), r.stdout
+    assert r.returncode == 0 and "collateral" not in r.stdout, r.stdout + r.stderr
     profile = json.loads((tmp_path / "case" / "profile.json").read_text())
     assert [(f["kind"], f["target"]) for f in profile["faults"]] == [("joint_state", HINGE)]
 
@@ -145,12 +160,12 @@ def test_collateral_of_several_faults_is_filed_under_the_fault_that_causes_it(tm
     from usd_repair_verifier.authoring.freeze import detect_faults
     from usd_repair_verifier.authoring.manifest import collateral, write_manifest
 
-    faults = [("joint_frame", "/Cabinet/Joints/DrawerSlide"), ("joint_state", HINGE)]
-    done = inject(CABINET, tmp_path / "broken", faults, seed=1)
-    assert "jointEnabled set to False" in done[1].note
-    write_manifest(CABINET, tmp_path / "broken", 1, done)
+    faults = [("joint_frame", "/Cabinet/Joints/DrawerSlide"), ("component_reshaped", BACK)]
+    done = inject(CABINET, tmp_path / "broken", faults, seed=0)
+    assert "scaled by [1.0, 1.0, 1.6]" in done[1].note
+    write_manifest(CABINET, tmp_path / "broken", 0, done)
     manifest = read_manifest(tmp_path / "broken")
     detected = detect_faults(CABINET, tmp_path / "broken")
     found = collateral(CABINET, manifest, detected, detect_faults)
     assert {cause: [(f.kind, f.target) for f in items] for cause, items in found.items()} == {
-        "f2": [("articulation_root", "*")]}
+        "f2": [("component_reshaped", "/Cabinet/Carcass/Visuals/Bottom"), ("component_reshaped", "/Cabinet/Carcass/Visuals/Top")]}

@@ -65,9 +65,14 @@ def test_every_robot_case_is_committed():
     assert sorted(p.name for p in CASES.iterdir() if p.is_dir()) == sorted(ROBOT_CASES)
 
 
+# Kinds no committed robot case holds yet: tests/test_freeze_finds_injected.py injects each on the
+# xarm7 robot and freezes it (a mass edited alone, the mass family's general kind).
+ON_A_ROBOT_BY_INJECTION = {"mass_changed"}
+
+
 def test_every_fault_kind_is_on_a_robot():
     kinds = {f.kind for case in ROBOT_CASES for f in load_profile(CASES / case / "profile.json").faults}
-    assert kinds == set(FAULT_KINDS)
+    assert kinds | ON_A_ROBOT_BY_INJECTION == set(FAULT_KINDS) and not kinds & ON_A_ROBOT_BY_INJECTION
 
 
 @pytest.mark.parametrize("case", sorted(ROBOT_CASES))

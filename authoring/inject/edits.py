@@ -169,11 +169,13 @@ def existing_xform_op(prim: Usd.Prim, name: str) -> Usd.Attribute | None:
     return attr if name in xform_op_order(prim) and attr and attr.Get() is not None else None
 
 
-def _add_xform_op(prim: Usd.Prim, name: str, value, type_name, dirty: set) -> None:
+def _add_xform_op(prim: Usd.Prim, name: str, value, type_name, dirty: set, before: str | None = None) -> None:
     """A plain op (no suffix: an injected input names nothing its reference lacks) at the end of the
-    prim's op order (applied first, in its local frame)."""
+    prim's op order (applied first, in its local frame), or just before the op `before` names."""
     set_attribute(prim, name, value, type_name, dirty)
-    set_attribute(prim, "xformOpOrder", xform_op_order(prim) + [name], Sdf.ValueTypeNames.TokenArray, dirty)
+    order = xform_op_order(prim)
+    at = next((i for i, op in enumerate(order) if op.startswith(before)), len(order)) if before else len(order)
+    set_attribute(prim, "xformOpOrder", order[:at] + [name] + order[at:], Sdf.ValueTypeNames.TokenArray, dirty)
 
 
 def translate_prim(prim: Usd.Prim, offset: Gf.Vec3d, dirty: set) -> None:
@@ -207,10 +209,12 @@ def rotate_prim(prim: Usd.Prim, axis: int, degrees: float, dirty: set) -> None:
         set_attribute(prim, euler.GetName(), type(old)(*angles), euler.GetTypeName(), dirty)
     elif _stage_uses_op(prim.GetStage(), "xformOp:orient"):
         _add_xform_op(prim, "xformOp:orient", Gf.Quatf(turn.GetReal(), Gf.Vec3f(turn.GetImaginary())),
-                      Sdf.ValueTypeNames.Quatf, dirty)
+                      Sdf.ValueTypeNames.Quatf, dirty, before="xformOp:scale")
     else:
         angles = [degrees if i == axis else 0.0 for i in range(3)]
-        _add_xform_op(prim, "xformOp:rotateXYZ", Gf.Vec3f(*angles), Sdf.ValueTypeNames.Float3, dirty)
+        # Before a scale op: a part stretched by its scale turns rigidly, not sheared.
+        _add_xform_op(prim, "xformOp:rotateXYZ", Gf.Vec3f(*angles), Sdf.ValueTypeNames.Float3, dirty,
+                      before="xformOp:scale")
 
 
 def scale_prim(prim: Usd.Prim, factors: tuple[float, float, float], dirty: set) -> None:

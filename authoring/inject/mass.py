@@ -19,6 +19,7 @@ from usd_repair_verifier.authoring.inject.edits import (
 
 
 MASS_UNIT_FACTOR = 1000.0   # grams authored where kilograms are meant
+MASS_CHANGE = 4.0           # a mass edited alone: no unit factor (1000, 2.2) nor the x10 of density_misplaced
 DENSITY_CHANGE = math.log(1.1)  # a misplaced density must move the mass by at least 10%
 
 
@@ -96,6 +97,20 @@ def mass_unit_factor(stage, target, rng, dirty) -> str:
     if after is None or abs(_log_ratio(after.mass, before.mass) - math.log(MASS_UNIT_FACTOR)) > 1e-3:
         raise InjectionError(f"scaling {', '.join(scaled)} did not multiply the mass of {target} by {MASS_UNIT_FACTOR:g}")
     return f"mass x{MASS_UNIT_FACTOR:g} ({before.mass:.6g} -> {after.mass:.6g} kg): " + ", ".join(scaled)
+
+
+def mass_changed(stage, target, rng, dirty) -> str:
+    """The body's mass changed alone: a body mass of 4 x the established mass authored, an
+    authored inertia and centre of mass left as they are (a computed inertia scales with it)."""
+    prim = writable(rigid_body(stage, target))
+    before = _established_mass(stage, target, "mass")
+    kpu = UsdPhysics.GetStageKilogramsPerUnit(stage)
+    ensure_api(prim, "PhysicsMassAPI", UsdPhysics.MassAPI, dirty)
+    set_attribute(prim, "physics:mass", float(before.mass / kpu * MASS_CHANGE), Sdf.ValueTypeNames.Float, dirty)
+    after = mass_properties.body_mass_properties(stage, target)
+    if after is None or abs(_log_ratio(after.mass, before.mass) - math.log(MASS_CHANGE)) > 1e-3:
+        raise InjectionError(f"authoring a body mass on {target} did not multiply its mass by {MASS_CHANGE:g}")
+    return f"mass x{MASS_CHANGE:g} ({before.mass:.6g} -> {after.mass:.6g} kg), authored as the body mass"
 
 
 def density_misplaced(stage, target, rng, dirty) -> str:
