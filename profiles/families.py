@@ -230,7 +230,8 @@ FAMILIES: tuple[Family, ...] = (
                  tolerances=("geometry_position_m", "geometry_angle_deg"), knock_on=(
                      KnockOn(relation=Relation.OWNER_BODY, family="collision", measures=("coverage",)),
                      KnockOn(relation=Relation.COLLIDER_OWNER_BODY, family="collision", measures=("free_space",)),
-                     KnockOn(relation=Relation.OWNER_BODY, family="mass", measures=("center_of_mass", "inertia")))),
+                     KnockOn(relation=Relation.OWNER_BODY, family="mass", measures=("center_of_mass", "inertia",
+                                                                                  "inertia_orientation")))),
          # A part scaled about its origin also moves its centroid.
          Measure(name="shape", target_kind=TargetKind.COMPONENT, objective_gate="all_bodies", preservation_gate="retained_visible_components",
                  tolerances=("geometry_shape_m", "geometry_area_relative"), knock_on=(
@@ -269,10 +270,10 @@ FAMILIES: tuple[Family, ...] = (
         name="mass", module="mass",
         # Unmeasured (so neither gating nor preserved) where the reference establishes nothing.
         # A mass moved by its density moves the centre of mass and inertia with it (a computed
-        # inertia scales with the mass); a centre of mass moved, the inertia about it. The
-        # orientation of the inertia follows whatever moves the tensor's shape.
+        # inertia scales with the mass, its orientation does not); a centre of mass moved, the
+        # inertia and its axes about it; an inertia changed, its axes.
         measures=(Measure(name="mass", target_kind=TargetKind.BODY, objective_gate="all_bodies", preservation_gate="healthy_body_properties", tolerances=("mass_relative",),
-                 knock_on=(KnockOn(relation=Relation.SAME, family="mass", measures=("center_of_mass", "inertia", "inertia_orientation")),)),
+                 knock_on=(KnockOn(relation=Relation.SAME, family="mass", measures=("center_of_mass", "inertia")),)),
          Measure(name="center_of_mass", target_kind=TargetKind.BODY, objective_gate="all_bodies", preservation_gate="healthy_body_properties", tolerances=("com_m",),
                  knock_on=(KnockOn(relation=Relation.SAME, family="mass", measures=("inertia", "inertia_orientation")),)),
          Measure(name="inertia", target_kind=TargetKind.BODY, objective_gate="all_bodies", preservation_gate="healthy_body_properties", tolerances=("inertia_relative",),

@@ -44,27 +44,32 @@ WITNESSES = {
         ("geometry.placement", "collider_owner_body", "collision", "free_space"),
         ("geometry.placement", "owner_body", "mass", "center_of_mass")],
     ("half_cheetah", "component_moved", "/cheetah/Geometry/torso/torso"): [
-        ("geometry.placement", "owner_body", "mass", "inertia")],
+        ("geometry.placement", "owner_body", "mass", "inertia"),
+        ("geometry.placement", "owner_body", "mass", "inertia_orientation")],
     ("gripper_m", "component_reshaped", "/Gripper/Palm/FingerRight/Mesh"): [
         ("geometry.shape", "same", "geometry", "placement"),
         ("geometry.shape", "owner_body", "collision", "coverage"),
         ("geometry.shape", "collider_owner_body", "collision", "free_space"),
         ("geometry.shape", "owner_body", "mass", "center_of_mass"),
-        ("geometry.shape", "owner_body", "mass", "inertia")],
+        ("geometry.shape", "owner_body", "mass", "inertia"),
+        ("geometry.shape", "owner_body", "mass", "inertia_orientation")],
     ("ant", "component_reshaped", "/ant/Geometry/torso/front_left_leg/aux_1_geom"): [
         ("geometry.shape", "owner_body", "mass", "mass")],
     ("ant", "collision_disabled", "/ant/Geometry/torso/front_right_leg/aux_2"): [
-        ("collision.coverage", "same", "mass", "mass")],
+        ("collision.coverage", "same", "mass", "mass"), ("collision.coverage", "same", "mass", "inertia_orientation")],
     ("gripper_m", "collision_disabled", "/Gripper/Palm/FingerRight"): [
         ("collision.coverage", "same", "mass", "center_of_mass")],
     ("gripper_m", "collider_shrunk", "/Gripper/Palm"): [("collision.coverage", "same", "mass", "inertia")],
     ("gripper_m", "collision_removed", "/Gripper/Base"): [("collision.coverage", "same", "material", "physics")],
-    ("cabinet_cm", "collision_over_approximated", "/Cabinet/Door"): [("collision.free_space", "same", "mass", "mass")],
+    ("cabinet_cm", "collision_over_approximated", "/Cabinet/Door"): [
+        ("collision.free_space", "same", "mass", "mass"), ("collision.free_space", "same", "mass", "inertia_orientation")],
     ("gripper_m", "collision_over_approximated", "/Gripper/Palm/FingerLeft"): [
         ("collision.free_space", "same", "mass", "center_of_mass"), ("collision.free_space", "same", "mass", "inertia")],
     ("cabinet_cm", "density_misplaced", "/Cabinet/Door"): [("mass.mass", "same", "mass", "center_of_mass")],
     ("gripper_m", "mass_changed", "/Gripper/Base"): [("mass.mass", "same", "mass", "inertia")],
-    ("gripper_m", "center_of_mass_moved", "/Gripper/Base"): [("mass.center_of_mass", "same", "mass", "inertia")],
+    ("gripper_m", "center_of_mass_moved", "/Gripper/Base"): [
+        ("mass.center_of_mass", "same", "mass", "inertia"), ("mass.center_of_mass", "same", "mass", "inertia_orientation")],
+    ("gripper_m", "inertia_invalid", "/Gripper/Base"): [("mass.inertia", "same", "mass", "inertia_orientation")],
 }
 
 
