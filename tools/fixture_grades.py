@@ -15,7 +15,8 @@ under fixtures/submissions/ against the case whose name begins its own. Each gra
 operator's command (scoring/run.py: `python -m pytest checks --case ... --submission ... --out ...`,
 serial) run in this checkout. OUT/<case>/<side>/ receives grade.json with its `timings` left out
 (seconds by stage, the only part of a grade that differs between runs of the same bytes),
-reward.json when the grade wrote one, and exit_code.txt.
+reward.json when the grade wrote one, and exit_code.txt; the checkout's own folder is written
+`<checkout>` in them, so that two checkouts' grades compare.
 """
 from __future__ import annotations
 
@@ -63,12 +64,13 @@ def grades_to_run(root: Path = ROOT, only: list[str] | None = None) -> list[tupl
     return runs
 
 
-def stable(grade_text: str) -> str:
-    """grade.json without the fields that differ between runs of the same bytes."""
+def stable(grade_text: str, root: Path = ROOT) -> str:
+    """grade.json without the fields that differ between runs of the same bytes, the checkout's
+    folder written as `<checkout>` (reasons name the submission's folder), keys in the file's order."""
     grade = json.loads(grade_text)
     for field in UNSTABLE_FIELDS:
         grade.pop(field, None)
-    return json.dumps(grade, indent=2, sort_keys=True) + "\n"
+    return json.dumps(grade, indent=2).replace(str(root), "<checkout>") + "\n"
 
 
 def grade_one(case: Path, submission: Path, out: Path) -> None:
