@@ -219,6 +219,7 @@ def test_targets_and_inject_print_no_raw_usd_warnings(tmp_path):
     assert ".inject-" not in r.stdout                    # the temporary folder is named as the package
 
 
+@pytest.mark.slow
 def test_freeze_says_what_usd_warned_of_the_packages_and_nothing_of_its_private_tries(tmp_path):
     """freeze injects kinds into private copies to name a difference; what USD says of those copies
     (temporary folders, or the reference's own path for an in-memory try) is not the author's concern."""

@@ -190,6 +190,7 @@ def test_usdgrade_task_check_says_a_generated_task_is_sound():
         f"{TASK}: sound: oracle 1.0 (graded), untouched input 0.0 (graded), closed book"]
 
 
+@pytest.mark.slow
 def test_usdgrade_task_check_finds_an_oracle_that_does_not_repair(tmp_path):
     task = tmp_path / "task"
     shutil.copytree(TASK, task)

@@ -65,6 +65,16 @@ SUBMISSIONS = [  # (case, submission: a side of the case, or a path)
 ]
 
 
+def test_a_warm_grade_is_the_fresh_command_byte_for_byte(grader, tmp_path):
+    """The inner loop's one comparison (the full suite compares several cases, below)."""
+    warm = grader.grade(Item("item", str(CASES / "ant_two_joint_faults"), str(DEMO)))
+    _fresh(CASES / "ant_two_joint_faults", DEMO, tmp_path / "fresh")
+    assert _without_timings(warm.grade_text) == _without_timings((tmp_path / "fresh" / "grade.json").read_text())
+    assert json.loads(warm.reward_text) == json.loads((tmp_path / "fresh" / "reward.json").read_text())
+    assert warm.exit_code == 0 and not warm.recycle
+
+
+@pytest.mark.slow
 def test_warm_grades_are_the_fresh_command_byte_for_byte(grader, tmp_path):
     """Several cases, one process: references read once, per-item state never carried over."""
     items = [(case, side if isinstance(side, Path) else CASES / case / side) for case, side in SUBMISSIONS]
@@ -241,6 +251,7 @@ class _FaultyPool(pool_module.LocalPool):
     worker = staticmethod(_faulty)
 
 
+@pytest.mark.slow
 def test_pool_contains_hangs_and_dying_workers(tmp_path):
     case = CASES / "gen_cartpole_1"
     subs = {}
@@ -260,6 +271,7 @@ def test_pool_contains_hangs_and_dying_workers(tmp_path):
     assert results["flaky-1"].attempts == 2
 
 
+@pytest.mark.slow
 def test_a_timed_out_item_does_not_stop_its_pool(tmp_path):
     """One worker: the item after a hang can only be graded by the worker that replaced it."""
     case = CASES / "gen_cartpole_1"
@@ -362,6 +374,7 @@ def test_regrade_the_records_store(tmp_path):
         store.close()
 
 
+@pytest.mark.slow
 def test_refreeze_a_case_of_an_older_scoring_version(tmp_path):
     cases = tmp_path / "cases"
     shutil.copytree(CASES / "gen_cartpole_1", cases / "gen_cartpole_1")

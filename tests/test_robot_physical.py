@@ -18,6 +18,9 @@ from usd_repair_verifier.physical.grade import PHYSICAL_FILE, run_physical, sess
 from usd_repair_verifier.physical.property_results import TESTS
 from usd_repair_verifier.physical.record import PhysicalRecord
 
+# Not in the inner loop: the physical grade of real robots: the engine runs in the inner loop on the ant (tests/test_physical_grade.py).
+pytestmark = pytest.mark.slow
+
 CASE = Path(__file__).resolve().parent.parent / "fixtures" / "robot_cases" / "xarm7_drive_and_units"
 
 
