@@ -25,7 +25,6 @@ import json
 import sys
 from pathlib import Path
 
-from usd_repair_verifier import IMPORT_ROOT
 
 # The commands whose parsers need no other module: `usdgrade grade ...` builds only these, so the
 # parent of the sealed grade imports none of the apps (task, visual, physical, records, regrade,
@@ -284,7 +283,6 @@ def _command_word(argv: list[str]) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser(core_only=_command_word(argv) in CORE_COMMANDS).parse_args(argv)
-    sys.path.insert(0, str(IMPORT_ROOT))
     try:
         return args.run(args)
     except KeyboardInterrupt:

@@ -5,7 +5,7 @@ Lean on purpose (each grade of a robot takes seconds): every case's reference an
 graded once, in this process (tests/grade_in_process.py); each mesh equivalent runs on the
 robots listed in EQUIVALENT_ROBOTS (every equivalent on at least two, every robot at least once,
 and each robot a former grade got wrong: so100 split, hyq merged, baxter and hyq in centimetres);
-`python bench/bench_robots.py` grades the whole matrix, every equivalent and hostile on every
+`python -m bench.bench_robots` grades the whole matrix, every equivalent and hostile on every
 robot, and writes its results file.
 """
 from __future__ import annotations

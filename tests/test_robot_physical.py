@@ -4,7 +4,7 @@ real engine. Every property is measured and passes (none null), and the same byt
 give the same record (timings and the runtime session aside).
 
 One robot only: a physical grade of a real robot takes seconds of engine time. The grade of every
-other robot's reference, and its wall time, is `python bench/bench_robots.py --physical CASE`.
+other robot's reference, and its wall time, is `python -m bench.bench_robots --physical CASE`.
 """
 from __future__ import annotations
 
