@@ -24,6 +24,9 @@ from usd_repair_verifier.profiles.families import FAMILIES
 from usd_repair_verifier.profiles.schema import load_profile
 
 ROOT = Path(__file__).resolve().parent.parent
+# A guard of the marks, not of the verifier: it collects the whole suite in a child (about 7 s of
+# CPU), so the full suite runs it, where a mark that takes the last representative is caught.
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")

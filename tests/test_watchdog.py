@@ -34,6 +34,7 @@ def test_a_grade_past_its_time_limit_writes_an_infrastructure_error_and_exits_3(
     assert r.grade["closed_book"] is None      # the run ended before the rule was applied
 
 
+@pytest.mark.slow
 def test_a_grade_within_its_time_limit_is_the_grade_without_one(case, tmp_path):
     timed = grade(case, case / "input", tmp_path / "timed", "--time-limit", "300")
     plain = grade(case, case / "input", tmp_path / "plain")
