@@ -180,6 +180,7 @@ def test_usdgrade_task_refuses_a_folder_that_is_not_a_task_and_a_tampered_case(t
     assert "digest" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_usdgrade_task_check_says_a_generated_task_is_sound():
     from usd_repair_verifier.commands.cli import main
 

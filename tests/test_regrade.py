@@ -308,6 +308,7 @@ def _regrade(*args: str) -> tuple[int, str, str]:
     return proc.returncode, proc.stdout, proc.stderr
 
 
+@pytest.mark.slow
 def test_regrade_job_folders_resumes_selects_and_summarises(tmp_path):
     job = _job(tmp_path, [
         ("ant_two_joint_faults", DEMO, 0.5, "m1"),
@@ -342,6 +343,7 @@ def test_regrade_refuses_a_bad_selection(tmp_path):
     assert code == 2 and "job folders or --db" in stderr
 
 
+@pytest.mark.slow
 def test_regrade_the_records_store(tmp_path):
     """Episodes ingested into the store are re-graded into new grade rows, once."""
     store_module = pytest.importorskip("usd_repair_verifier.records.store", reason="the records store is not in this checkout")

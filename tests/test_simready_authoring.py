@@ -168,6 +168,7 @@ def test_doctor_shows_a_cases_selections_and_grades_its_reference():
     assert usdgrade("doctor", "--submission", str(CASE / "reference")).returncode == 2
 
 
+@pytest.mark.slow
 def test_the_task_keeps_the_selection_and_tells_the_agent(tmp_path):
     from usd_repair_verifier.authoring.task import TaskOptions, write_task
 
@@ -270,6 +271,7 @@ def test_explain_pictures_read_both_stages_under_the_case_selection():
     assert all(set(roles) == {"reference"} for roles in drawn.views.values())
 
 
+@pytest.mark.slow
 def test_refreeze_keeps_the_selection(tmp_path):
     from usd_repair_verifier.regrade.command import refreeze
 

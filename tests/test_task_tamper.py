@@ -176,6 +176,7 @@ def run_attack(layout, app_link: str = "", agent_script: str = AGENT_SCRIPT, rew
     return read_json(logs / "grade.json"), log
 
 
+@pytest.mark.slow
 def test_every_planted_door_leaves_the_unrepaired_input_at_zero(layout):
     grade, _ = run_attack(layout)
     assert grade["status"] == "graded" and grade["authored_usd"] == 0.0, json.dumps(grade)[:2000]
