@@ -285,6 +285,7 @@ def test_read_only_commands_create_nothing(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cwd", "ref"]
 
 
+@pytest.mark.slow
 def test_regrade_of_a_job_checks_each_stored_submission_against_its_earlier_grade(tmp_path):
     """A stored submission that changed since it was graded is not the one the agent left: it is
     skipped with the reason, never re-graded as if it were (as --db mode does)."""

@@ -138,6 +138,7 @@ def test_dependency_outside_the_package_is_invalid(case_id, tmp_path, absolute):
     assert "outside.usda" in json.dumps(r.grade["validity"])
 
 
+@pytest.mark.slow
 def test_selection_with_k_writes_no_reward(case_id, tmp_path):
     out = tmp_path / "out"
     out.mkdir()

@@ -85,6 +85,7 @@ def test_reference_in_app_scores_one(tmp_path):
     assert sorted(p.name for p in out.iterdir()) == ["grade.json", "reward-details.json", "reward.json"]
 
 
+@pytest.mark.slow
 def test_planted_outputs_and_environment_cannot_raise_the_unrepaired_input(tmp_path):
     app, out = tmp_path / "app", tmp_path / "logs"
     shutil.copytree(CASE / "input", app)

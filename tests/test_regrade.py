@@ -96,6 +96,7 @@ def test_warm_grades_are_the_fresh_command_byte_for_byte(grader, tmp_path):
     assert grader.references.hits >= 2
 
 
+@pytest.mark.slow
 def test_another_package_at_the_same_path_is_read_from_disk(grader, tmp_path):
     """Harbor re-creates every submission at the same path: nothing of the last one may be reused."""
     case = CASES / "cabinet_hierarchy_and_visual"
@@ -186,6 +187,7 @@ def own_validity_server():
         validity._FORK_SERVER = kept
 
 
+@pytest.mark.slow
 def test_validity_forked_from_the_server_reports_what_a_fresh_worker_reports(tmp_path_factory):
     """Every offence of the validity suite, through the fork server and through a fresh worker."""
     from usd_repair_verifier.gates import validity

@@ -112,6 +112,7 @@ def test_freeze_refuses_a_selection_the_reference_lacks_in_one_line(flag, code, 
     assert not (tmp_path / "case").exists()
 
 
+@pytest.mark.slow
 def test_freeze_with_the_flag_finds_the_faults_and_records_the_selection(tmp_path):
     r = usdgrade("freeze", "--reference", str(CASE / "reference"), "--input", str(CASE / "input"),
                  "--out", str(tmp_path / "case"), "--variant", "/Gripper:PhysX=Enabled")

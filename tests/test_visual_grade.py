@@ -153,6 +153,7 @@ def test_missing_digest_or_unreadable_grade_is_an_error(graded, tmp_path):
     assert record["status"] == "error" and record["score"] is None
 
 
+@pytest.mark.slow
 def test_not_authorized_without_flag_or_env(graded, tmp_path):
     record = run_visual(CASE, CASE / "reference", graded, tmp_path / "out", judge_kind="anthropic", env=NO_ENV)
     assert record["status"] == "not_authorized" and record["score"] is None
