@@ -1,6 +1,6 @@
 """The Ray driver of tests/test_regrade_cluster.py, in a process of its own (Ray's connection, its
 threads and the clusters it starts never enter the test session): `python -m tests.ray_cluster_driver
-SETUP.json` (the checkout on PYTHONPATH) runs every phase below and prints what it saw as one JSON line.
+SETUP.json` (from the checkout) runs every phase below and prints what it saw as one JSON line.
 
 1. standing cluster: a head node, then three more nodes (bench/ray_cluster.py: each its own
    process, folder, environment and PID namespace, token authentication): node a, node c, which
