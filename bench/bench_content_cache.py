@@ -1,7 +1,7 @@
 """What a candidate's snapshot costs when most of its meshes are the reference's: the content cache's
 cost curve on generated assets (stage_snapshot/content_cache.py).
 
-    python bench/bench_content_cache.py [--quick] [--sizes 50000,200000,500000,1000000,2000000] [--bodies 20]
+    python -m bench.bench_content_cache [--quick] [--sizes 50000,200000,500000,1000000,2000000] [--bodies 20]
 
 Per size (a chain of BODIES bodies, TRIANGLES triangles in all, each body's mesh its visible part and
 its convex-hull collider; bench/generate.py, crate layers), in a fresh child process:
@@ -34,7 +34,6 @@ SAMPLING = {"seed": 0, "surface_samples": 1024, "free_space_samples": 512}
 CHILD = r"""
 import json, shutil, sys, time
 from pathlib import Path
-sys.path.insert(0, sys.argv[1])
 import numpy as np
 from pxr import Usd, UsdGeom, Vt
 from bench.generate import generate
@@ -87,7 +86,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def measure(bodies: int, triangles: int, timeout: float) -> dict:
     with tempfile.TemporaryDirectory(prefix="bench_content_cache_") as work:
         proc = subprocess.run([sys.executable, "-c", CHILD, str(REPO), work, str(bodies), str(triangles),
-                               json.dumps(SAMPLING)], capture_output=True, text=True, timeout=timeout)
+                               json.dumps(SAMPLING)], capture_output=True, text=True, timeout=timeout,
+                              cwd=REPO)  # the checkout heads the child's sys.path
     if proc.returncode != 0:
         raise RuntimeError(f"{bodies}x{triangles}: {(proc.stderr.strip().splitlines() or ['?'])[-1]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         day = datetime.now(timezone.utc).strftime("%Y-%m-%d")
         RESULTS.mkdir(exist_ok=True)
         path = RESULTS / f"content-cache-{day}.md"
-        path.write_text(f"# The content cache's cost curve, {day}\n\n`python bench/bench_content_cache.py`; "
+        path.write_text(f"# The content cache's cost curve, {day}\n\n`python -m bench.bench_content_cache`; "
                         + "\n".join(lines) + "\n\nreference: the reference's snapshot (nothing cached); same: an "
                         "identical candidate read after it; one changed: one body's mesh 1% larger; uncached: the "
                         "identical candidate with the cache emptied. Seconds of wall time in one child process.\n")

@@ -1,6 +1,6 @@
 """How long a full `pytest checks` grade takes, against the floor and a peer validator.
 
-    python bench/bench_grade.py [--quick] [--repeat N] [--sizes 20x50000,50x200000] [--no-peer] [--no-dog] [--format usda]
+    python -m bench.bench_grade [--quick] [--repeat N] [--sizes 20x50000,50x200000] [--no-peer] [--no-dog] [--format usda]
 
 Per asset (the reference package graded as the candidate of a case):
   grade    wall time of the operator's exact command, `python -m pytest checks ...`, in a child,
@@ -42,8 +42,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
 from bench.grade_table import fmt, print_table  # noqa: E402
 
 OAV_VENV = Path(os.environ.get("OAV_VENV", "/tmp/oav-venv"))
@@ -177,7 +175,8 @@ def make_case(reference: Path, case: Path, case_id: str) -> str:
 
 def make_case_child(reference: Path, case: Path, case_id: str, timeout: float) -> str:
     """make_case in a child process (a timeout cannot stop work done in this one)."""
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); from bench.bench_grade import make_case; "
+    code = ("import sys; from bench.bench_grade import make_case; "  # run in the checkout: its folder heads sys.path
+            
             "print(make_case(*map(__import__('pathlib').Path, sys.argv[2:4]), sys.argv[4]))")
     _, _, proc = run_child([sys.executable, "-c", code, str(REPO), str(reference), str(case), case_id], timeout)
     if proc.returncode != 0:
@@ -187,7 +186,8 @@ def make_case_child(reference: Path, case: Path, case_id: str, timeout: float) -
 
 def generated_package(work: Path, bodies: int, triangles: int, fmt: str, timeout: float) -> Path:
     out = work / f"gen_{bodies}x{triangles}"
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); from pathlib import Path; from bench.generate import generate; "
+    code = ("import sys; from pathlib import Path; from bench.generate import generate; "  # run in the checkout
+            
             "generate(Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5])")
     _, _, proc = run_child([sys.executable, "-c", code, str(REPO), str(out), str(bodies), str(triangles), fmt], timeout)
     if proc.returncode != 0:

@@ -1,6 +1,6 @@
 """Re-grading a real Harbor job: `usdgrade regrade JOB` against Harbor's own `harbor job regrade JOB`.
 
-    python bench/bench_harbor_regrade.py [--attempts 4] [-j 2] [--keep DIR]
+    python -m bench.bench_harbor_regrade [--attempts 4] [-j 2] [--keep DIR]
 
 Needs the real stack (tools/harbor_stack.py: dockerd, the registry, the base image, Harbor 0.26.0);
 it reads USDGRADE_HARBOR and USDGRADE_BASE_IMAGE when set, else runs the stack script with
@@ -33,9 +33,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
-sys.path.insert(0, str(ROOT / "tests_harbor"))
-
-from harbor_client import HARBOR_ENV, TASKS, Stack, write_task  # noqa: E402
+from tests_harbor.harbor_client import HARBOR_ENV, TASKS, Stack, write_task  # noqa: E402
 
 AGENTS = ("oracle", "nop")
 
@@ -154,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     today = datetime.date.today().isoformat()
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / f"harbor-regrade-{today}.md"
-    header = (f"# Re-grading a real Harbor job, {today}\n\n`python bench/bench_harbor_regrade.py --attempts "
+    header = (f"# Re-grading a real Harbor job, {today}\n\n`python -m bench.bench_harbor_regrade --attempts "
               f"{args.attempts} -j {args.j}`; load average at the start {load:.1f} on {os.cpu_count()} cores "
               "(a shared machine: read the ratio, not the seconds).\n\n")
     path.write_text(header + "\n".join(lines) + "\n")

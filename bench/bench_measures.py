@@ -1,6 +1,6 @@
 """How long the snapshot's heaviest measures take on synthetic inputs (timings only, no thresholds).
 
-    python bench/bench_measures.py
+    python -m bench.bench_measures
 
 containment  10k points against 100 collider solids (primitives, closed meshes and their hulls):
              inside_any, with a 1 cm margin, and every solid separately
@@ -22,8 +22,6 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import math  # noqa: E402
 import re  # noqa: E402

@@ -1,6 +1,6 @@
 """Re-grading throughput: fresh processes against the warm engines, at equal parallelism.
 
-    python bench/bench_regrade.py [--quick] [--count N] [-j 2] [--no-ray] [--keep DIR]
+    python -m bench.bench_regrade [--quick] [--count N] [-j 2] [--no-ray] [--keep DIR]
 
 Builds one Harbor-shaped job folder of N stored submissions (default 200; --quick 24) over four
 fixture cases, rotating through each case's reference, its input, the demo's one-fault repair
@@ -33,8 +33,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
 CASES = ["ant_two_joint_faults", "cabinet_drawer_door", "gripper_hull_and_mass", "hopper_body_and_com"]
 DEMO = ("ant_two_joint_faults", REPO / "fixtures" / "submissions" / "ant_two_joint_faults_one_repair")
 VERSION_GLOB = "scoring-*_verifier-*"

@@ -1,8 +1,8 @@
 """What grading the real-robot fixtures costs, and the whole matrix of their mesh equivalents.
 
-    python bench/bench_robots.py            # every robot; writes bench/results/robots-<date>.md
-    python bench/bench_robots.py --quick    # costs only (no matrix, no freeze): robots-<date>-quick.md
-    python bench/bench_robots.py --physical CASE   # also: its reference's physical grade, twice
+    python -m bench.bench_robots            # every robot; writes bench/results/robots-<date>.md
+    python -m bench.bench_robots --quick    # costs only (no matrix, no freeze): robots-<date>-quick.md
+    python -m bench.bench_robots --physical CASE   # also: its reference's physical grade, twice
 
 For every robot of fixtures/robots (its case in fixtures/robot_cases):
   grade    the operator's command, `python -m pytest checks --case CASE --submission REF --out OUT`
@@ -33,8 +33,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
 from fixtures.build_robot_cases import CASES, REFERENCE_LAYERS, ROBOT_CASES  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
@@ -63,7 +61,8 @@ def grade_cost(case: str, out: Path) -> dict:
 
 
 def freeze_cost(case: str, out: Path) -> float:
-    code = ("import sys, tempfile; from pathlib import Path; sys.path.insert(0, '.');"
+    code = ("import sys, tempfile; from pathlib import Path;"  # run in the checkout: its folder heads sys.path
+            
             "import fixtures.build_robot_cases as b; b.CASES = Path(sys.argv[1]); b.build_case(sys.argv[2])")
     wall, _, proc = timed_child([sys.executable, "-c", code, str(out), case])
     if proc.returncode != 0:
@@ -125,7 +124,7 @@ def main(argv: list[str]) -> int:
     robots = sorted(case_of, key=lambda r: -sum(p.stat().st_size for p in (CASES / case_of[r] / "reference").rglob("*")
                                                  if p.is_file()))
     lines = [f"# Real-robot fixtures: cost and equivalents, {args.started}", "",
-             f"`python bench/bench_robots.py{' --quick' if args.quick else ''}`; load average at the start "
+             f"`python -m bench.bench_robots{' --quick' if args.quick else ''}`; load average at the start "
              f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores.", "",
              "| robot | grade (s) | peak (MB) | reference snapshot (s) | tests (s) | reward | freeze (s) |",
              "| --- | --- | --- | --- | --- | --- | --- |"]

@@ -1,6 +1,6 @@
 """How long reading a stage into a snapshot takes, split by stage, as ratios to the floor.
 
-    python bench/bench_snapshot.py [--bodies 60 --triangles 300000]
+    python -m bench.bench_snapshot [--bodies 60 --triangles 300000]
 
 floor    = open the stage and run the UsdPhysics parser (what any tool must do)
 snapshot = everything the checks need: bodies, joints, components (tessellation and
@@ -14,8 +14,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pxr import Sdf, UsdGeom, UsdPhysics  # noqa: E402
 

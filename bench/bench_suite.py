@@ -1,6 +1,6 @@
 """The verifier's own test suite: where its time goes, and the least it could take on these cores.
 
-    python bench/bench_suite.py [--workers 2] [--target 240] [--no-record] [-- PYTEST ARGS]
+    python -m bench.bench_suite [--workers 2] [--target 240] [--no-record] [-- PYTEST ARGS]
 
 Runs the README's test command (`pytest tests -n WORKERS -q`, or the pytest arguments after `--`)
 once, with bench/suite_timing.py recording each test's wall time and CPU, while a thread samples
@@ -33,9 +33,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
 from bench.suite_timing import FOLDER_ENV  # noqa: E402
 
 RESULTS = REPO / "bench" / "results"
@@ -158,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         now = datetime.now(timezone.utc)
         path = RESULTS / f"suite-{now:%Y-%m-%d}.md"
         load = " ".join(f"{x:.1f}" for x in os.getloadavg())
-        entry = (f"## {now:%Y-%m-%d %H:%M} UTC\n\n`python bench/bench_suite.py {' '.join(sys.argv[1:])}`".rstrip()
+        entry = (f"## {now:%Y-%m-%d %H:%M} UTC\n\n`python -m bench.bench_suite {' '.join(sys.argv[1:])}`".rstrip()
                  + f"; load average at the end {load}\n\n" + "\n".join(lines) + "\n\n")
         header = "" if path.is_file() else (
             f"# The test suite's time, {now:%Y-%m-%d}\n\nWritten by bench/bench_suite.py. Test seconds are "

@@ -31,7 +31,6 @@ ASSET_CASES = {
 
 
 def variants_of(asset: str, work: Path) -> dict[str, Path]:
-    sys.path.insert(0, str(ROOT))
     from tests import variants
 
     case, root = ASSET_CASES[asset]

@@ -1,6 +1,6 @@
 """How often does the visual judge see what is really there? Pairs with known visual differences.
 
-    python bench/judge_eval.py [--out OUT] [--judge-model ID] [--votes K] [--size PX] [--views V,...]
+    python -m bench.judge_eval [--out OUT] [--judge-model ID] [--votes K] [--size PX] [--views V,...]
 
 Builds reference/candidate pairs from the cabinet fixture, each with one known difference: the
 drawer handle moved 1, 2 and 5 cm, the door knob missing, an extra box on the top, the drawer
@@ -21,9 +21,6 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
 BASE = REPO / "fixtures" / "cases" / "cabinet_drawer_door" / "reference"
 ROOT_LAYER = "cabinet.usda"
 HANDLE, KNOB, DRAWER_FRONT = "/Cabinet/Drawer/Handle", "/Cabinet/Door/Knob", "/Cabinet/Drawer/Visuals/Front"

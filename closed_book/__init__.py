@@ -9,7 +9,12 @@ applies the rule (usd_repair_verifier.closed_book.rule) and gives one Verdict:
 - "unverified": no trajectory, or one that cannot be read completely.
 The grade turns the last two into a reward of 0 (usd_repair_verifier.scoring.reward.apply_closed_book).
 """
+
 from __future__ import annotations
+
+from usd_repair_verifier import only_namespaced
+
+only_namespaced(__name__)   # first: the imports below would load this package's modules under a refused name
 
 from dataclasses import dataclass, field
 from pathlib import Path

@@ -23,7 +23,6 @@ import json
 import sys
 from pathlib import Path
 
-from usd_repair_verifier import IMPORT_ROOT
 from usd_repair_verifier.profiles.errors import ExitCode, VerifierError, exit_code_rows
 
 # The commands whose parsers need no other module: `usdgrade grade ...` builds only these, so the
@@ -293,7 +292,6 @@ def _command_word(argv: list[str]) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser(core_only=_command_word(argv) in CORE_COMMANDS).parse_args(argv)
-    sys.path.insert(0, str(IMPORT_ROOT))
     try:
         return args.run(args)
     except VerifierError as error:   # every command's named reasons to stop: one line, its exit code

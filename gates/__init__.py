@@ -1,0 +1,3 @@
+from usd_repair_verifier import only_namespaced
+
+only_namespaced(__name__)   # one name for each module: usd_repair_verifier.gates...

@@ -207,7 +207,7 @@ def gripper(loaded: engine.Loaded) -> dict | str:
     (joint labels, closing directions, the box between the open fingers in stage units) or why none."""
     model = loaded.model
     joints = engine.single_dof_joints(loaded)
-    parent, child = model.joint_parent.numpy(), model.joint_child.numpy()
+    parent = model.joint_parent.numpy()
     joint_x_p = model.joint_X_p.numpy().astype(float)
     axis_of = model.joint_axis.numpy().astype(float)
     body_q = np.concatenate(engine.initial_body_poses(loaded), axis=1)

@@ -261,7 +261,7 @@ RESULT_MODEL = {"check": CheckResult, "validity": GateResult, "preservation": Ga
 
 
 def as_metadata(kind: str, id: str, result: CheckResult | GateResult) -> dict:
-    """The record a grade's test attaches to its report (pytest-json-report's json_metadata)."""
+    """The record a grade's test attaches to its report (scoring/recorder.py: a user property)."""
     return {"kind": kind, "id": id, "result": jsonable(result.model_dump())}
 
 

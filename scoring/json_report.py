@@ -1,7 +1,8 @@
 """The far side of the pytest-json-report hop: each grade test's typed record, read back.
 
-A check or gate test attaches its result to json-report's report (profiles/result_record.py
-`as_metadata`); the plugin reads the finished report here into TestRecords (outcome, crash
+A check or gate test attaches its result to its report's `user_properties` (scoring/recorder.py,
+the `record_grade` fixture); pytest-json-report writes them into its entry for the test, as a list
+of one-key objects. The grade reads the finished report here into TestRecords (outcome, crash
 message, duration and the typed result) and sorts them by kind once (TestResults), for the
 reward's decision and the grade file alike.
 """
@@ -12,6 +13,11 @@ from dataclasses import dataclass
 
 from usd_repair_verifier.profiles import result_record
 from usd_repair_verifier.profiles.result_record import KINDS, CheckResult, GateResult
+
+# The names of a grade test's user properties: its typed record, and the grading process's stage
+# timings (one validity test carries them, for grade.json's "timings").
+RECORD_PROPERTY = "usdgrade_record"
+TIMINGS_PROPERTY = "usdgrade_timings"
 
 
 @dataclass(frozen=True)
@@ -34,7 +40,7 @@ def _message(test: dict) -> str:
     Every key holding a stage counts (xdist files a crashed worker under "???");
     xdist's "[gwN] linux -- Python ..." header lines are not a cause.
     """
-    stages = [v for k, v in test.items() if isinstance(v, dict) and "outcome" in v and k not in ("metadata",)]
+    stages = [v for k, v in test.items() if isinstance(v, dict) and "outcome" in v]
     for details in stages:
         if details.get("outcome") == "passed":
             continue
@@ -48,13 +54,23 @@ def _message(test: dict) -> str:
     return ""
 
 
+def user_properties(test: dict) -> dict:
+    """A test's user properties as json-report writes them (`[{name: value}, ...]`), by name."""
+    found = {}
+    for entry in test.get("user_properties") or []:
+        if isinstance(entry, dict):
+            found.update(entry)
+    return found
+
+
 def records_from_report(json_report: dict) -> list[TestRecord]:
     """pytest-json-report's tests, each with the typed record its test attached (the other side
-    of the hop from profiles/result_record.as_metadata)."""
+    of the hop from scoring/recorder.py's `attach`)."""
     records = []
     for test in json_report.get("tests", []):
-        metadata = test.get("metadata") or {}
-        record = metadata.get("record") or {}
+        properties = user_properties(test)
+        record = properties.get(RECORD_PROPERTY)
+        record = record if isinstance(record, dict) else {}
         records.append(TestRecord(
             nodeid=test["nodeid"],
             outcome=test.get("outcome", "error"),
@@ -63,7 +79,7 @@ def records_from_report(json_report: dict) -> list[TestRecord]:
             result=result_record.parse(record.get("kind"), record.get("result")),
             message=_message(test),
             seconds=float((test.get("call") or {}).get("duration") or 0.0),
-            timings=metadata.get("timings"),
+            timings=properties.get(TIMINGS_PROPERTY),
         ))
     return records
 

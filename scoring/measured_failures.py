@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import pytest
 
+from .recorder import record_of
+
 MEASURED = ("usdgrade", "measured failure")
 
 
@@ -37,9 +39,8 @@ class MeasuredFailures:
         if call.when != "call" or not report.failed or call.excinfo is None \
                 or not call.excinfo.errisinstance(AssertionError):
             return report
-        metadata = getattr(item, "funcargs", {}).get("json_metadata")
-        record = metadata.get("record") if isinstance(metadata, dict) else None
-        if isinstance(record, dict) and record.get("result") is not None:   # it measured, then failed
+        record = record_of(item)
+        if record is not None and record.get("result") is not None:   # it measured, then failed
             report.longrepr = one_line(str(call.excinfo.value), record)
             report.user_properties.append(MEASURED)
         return report

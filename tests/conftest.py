@@ -1,15 +1,6 @@
-"""Fixtures shared by the verifier's own tests."""
-import sys
-from pathlib import Path
-
+"""Fixtures shared by the verifier's own tests. (The checkout's root is on sys.path for `tests.*`,
+`bench.*` and `fixtures.*`: pyproject.toml's pytest `pythonpath`.)"""
 import pytest
-
-# The tests import their helpers as `tests.*`, the benchmarks' code as `bench.*` and the fixture
-# builders as `fixtures.*`: the checkout's root goes on sys.path, as `python -m pytest` puts it
-# there, so that the README's plain `pytest tests` imports them too.
-ROOT = str(Path(__file__).resolve().parent.parent)
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ from fixtures.build_cases import CASE_TABLE, SEED
 from usd_repair_verifier.authoring.inject import inject
 from usd_repair_verifier.profiles.schema import load_profile
 from tests.grade_in_process import grade_warm
+from tests.inner_loop import CASES_IN_THE_INNER_LOOP, SINGLE_REPAIRS_IN_THE_INNER_LOOP, representatives
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = ROOT / "fixtures" / "cases"
@@ -22,7 +23,7 @@ def test_every_case_in_the_table_is_committed():
     assert sorted(p.name for p in CASES.iterdir() if p.is_dir()) == sorted(CASE_TABLE)
 
 
-@pytest.mark.parametrize("case_id", sorted(CASE_TABLE))
+@pytest.mark.parametrize("case_id", representatives(sorted(CASE_TABLE), CASES_IN_THE_INNER_LOOP))
 def test_reference_and_input(case_id, tmp_path):
     ref = grade_warm(CASES / case_id, CASES / case_id / "reference", tmp_path / "ref")
     assert ref.exit_code == 0 and ref.reward == {"authored_usd": 1.0}, (ref.grade or {}).get("reasons")
@@ -37,7 +38,9 @@ SINGLE_REPAIRS = [(case_id, i) for case_id, (_, faults) in sorted(CASE_TABLE.ite
                   for i in range(len(faults))]
 
 
-@pytest.mark.parametrize("case_id, repaired", SINGLE_REPAIRS, ids=[f"{c}-f{i + 1}" for c, i in SINGLE_REPAIRS])
+@pytest.mark.parametrize("case_id, repaired", representatives(
+    SINGLE_REPAIRS, [r for r in SINGLE_REPAIRS if r[0] in SINGLE_REPAIRS_IN_THE_INNER_LOOP],
+    ids=[f"{c}-f{i + 1}" for c, i in SINGLE_REPAIRS]))
 def test_single_fault_repair_scores_strictly_between(case_id, repaired, tmp_path):
     asset, faults = CASE_TABLE[case_id]
     left = [(kind, target) for i, (_, kind, target) in enumerate(faults) if i != repaired]

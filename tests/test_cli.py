@@ -73,6 +73,7 @@ def test_inject_rejects_unknown_kind(tmp_path):
     assert r.returncode == 2 and "unknown fault kind" in r.stderr
 
 
+@pytest.mark.slow
 def test_freeze_finds_a_hand_edited_fault_and_refuses_an_unbroken_input(tmp_path):
     reference = tmp_path / "reference"
     shutil.copytree(CABINET, reference)
@@ -97,6 +98,7 @@ def test_freeze_finds_a_hand_edited_fault_and_refuses_an_unbroken_input(tmp_path
 
 @pytest.mark.parametrize("argv", [["--version"], ["no-such-command"], ["explain", "no-such-folder"],
                                   ["grade", "--help"], ["records", "show", "x", "--db", "no/such/store.sqlite"]])
+@pytest.mark.slow
 def test_a_forked_command_runs_as_the_interpreter_runs_it(argv, tmp_path):
     """tests/command_runner.py forks the commands of these tests from a server: same exit code,
     stdout and stderr as `python -m usd_repair_verifier.commands.cli` started afresh, in the

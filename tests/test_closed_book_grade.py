@@ -114,6 +114,7 @@ def test_an_open_book_case_ignores_the_trajectory(tmp_path):
     assert g["raw_authored_usd"] == 0.5
 
 
+@pytest.mark.slow
 def test_usdgrade_grade_passes_the_trajectory_and_explain_shows_the_violation_first(case, tmp_path):
     out = tmp_path / "cli"
     command = [sys.executable, "-m", "usd_repair_verifier.commands.cli"]

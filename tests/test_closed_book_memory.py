@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+# Not in the inner loop: large trajectories read within the memory bound; the closed-book reader runs in the inner loop (tests/test_closed_book_*.py).
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 PROBE = ROOT / "tests" / "trajectory_memory_probe.py"
 INPUT = ROOT / "fixtures" / "cases" / "ant_two_joint_faults" / "input"

@@ -59,6 +59,7 @@ def injected(tmp_path_factory) -> tuple[Path, Path]:
     return folder / "input", manifest
 
 
+@pytest.mark.slow
 def test_the_manifest_inject_wrote_works_as_faults(injected, tmp_path):
     input_, manifest = injected
     r = usdgrade("freeze", "--reference", str(HOPPER), "--input", str(input_), "--faults", str(manifest),
@@ -219,6 +220,7 @@ def test_targets_and_inject_print_no_raw_usd_warnings(tmp_path):
     assert ".inject-" not in r.stdout                    # the temporary folder is named as the package
 
 
+@pytest.mark.slow
 def test_freeze_says_what_usd_warned_of_the_packages_and_nothing_of_its_private_tries(tmp_path):
     """freeze injects kinds into private copies to name a difference; what USD says of those copies
     (temporary folders, or the reference's own path for an in-memory try) is not the author's concern."""
@@ -257,6 +259,7 @@ def run_at_terminal(*args: str) -> tuple[int, str]:
     return proc.wait(timeout=60), seen.decode("utf-8", "replace")
 
 
+@pytest.mark.slow
 def test_progress_is_drawn_at_a_terminal_and_nowhere_else():
     code, terminal = run_at_terminal("inject", "--targets", str(CABINET))
     assert code == 0 and "trying targets" in terminal and "try/s" in terminal
@@ -264,6 +267,7 @@ def test_progress_is_drawn_at_a_terminal_and_nowhere_else():
     assert r.returncode == 0 and r.stderr == ""
 
 
+@pytest.mark.slow
 def test_freeze_at_a_terminal_says_which_step_runs(tmp_path):
     code, terminal = run_at_terminal("freeze", "--reference", str(CASE / "reference"), "--input", str(CASE / "input"),
                                      "--out", str(tmp_path / "case"))
@@ -325,6 +329,7 @@ def test_the_description_names_every_command():
         assert f"\n  {name} " in parser.description, name
 
 
+@pytest.mark.slow
 def test_the_fake_judge_runs_without_authorize(tmp_path, capsys, monkeypatch):
     from contextlib import contextmanager
 
@@ -458,6 +463,7 @@ def test_inject_refuses_the_same_fault_twice(tmp_path, faults):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_doctor_expects_a_cases_own_reward_not_the_demos(tmp_path):
     """The demo's 0.5 is the demo's: a case's reference must grade 1.0, another submission has no
     expected reward (its reward is reported)."""

@@ -155,6 +155,7 @@ def test_freeze_into_a_folder_of_cases_deletes_nothing(tmp_path):
     assert tree_digest(cases) == before
 
 
+@pytest.mark.slow
 def test_freeze_refuses_its_inputs_and_replaces_its_own_case_only_with_force(tmp_path, capsys):
     reference, input_ = tmp_path / "reference", tmp_path / "input"
     shutil.copytree(CASE / "reference", reference)
@@ -214,6 +215,7 @@ def test_regrade_refuses_a_foreign_out_and_one_inside_a_job(tmp_path, foreign):
     assert listing(foreign) == ["notes.txt"] and not (job / "regraded").exists()
 
 
+@pytest.mark.slow
 def test_records_report_replaces_only_its_own_report_and_never_the_store(tmp_path, foreign, capsys):
     db = tmp_path / "store" / "records.sqlite"
     db.parent.mkdir()
@@ -283,6 +285,7 @@ def test_read_only_commands_create_nothing(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cwd", "ref"]
 
 
+@pytest.mark.slow
 def test_regrade_of_a_job_checks_each_stored_submission_against_its_earlier_grade(tmp_path):
     """A stored submission that changed since it was graded is not the one the agent left: it is
     skipped with the reason, never re-graded as if it were (as --db mode does)."""
@@ -327,6 +330,7 @@ def test_outputs_follow_the_umask(tmp_path, mask, file_mode, folder_mode):
     assert stat.S_IMODE(staging.stat().st_mode) == folder_mode
 
 
+@pytest.mark.slow
 def test_a_grade_and_a_page_are_readable_by_the_team_under_umask_022(tmp_path):
     """`usdgrade grade` and `usdgrade explain --html` with the common umask: files 0644, folders 0755
     (tempfile's private modes were 0600 and 0700 whatever the umask)."""

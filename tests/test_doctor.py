@@ -9,6 +9,8 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
+
 from usd_repair_verifier.commands import doctor
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,6 +27,7 @@ def doctor_run(*args: str, pythonpath: Path = ROOT, cwd: Path = ROOT, env: dict 
                           capture_output=True, text=True, env=full)
 
 
+@pytest.mark.slow
 def test_doctor_in_an_installed_package_without_a_checkout_grades_a_case(tmp_path):
     site = tmp_path / "site"
     (site / "usd_repair_verifier").mkdir(parents=True)
@@ -42,6 +45,7 @@ def test_doctor_in_an_installed_package_without_a_checkout_grades_a_case(tmp_pat
     assert r.stdout.rstrip().endswith("ready to grade")
 
 
+@pytest.mark.slow
 def test_doctor_fails_when_the_fixture_grade_is_not_the_expected_reward(tmp_path):
     r = doctor_run("--case", str(CASE), "--submission", str(CASE / "reference"), "--expect", "0.5")
     assert r.returncode == 1, r.stdout

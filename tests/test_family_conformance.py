@@ -329,6 +329,7 @@ def _files(root: Path) -> dict[str, bytes]:
             if p.is_file() and "__pycache__" not in p.parts}
 
 
+@pytest.mark.slow
 def test_a_toy_family_is_one_module_and_one_entry(tmp_path):
     copy = tmp_path / "repo"
     for folder in CODE:

@@ -394,6 +394,7 @@ def test_within_a_tolerance_is_exact():
     assert index.within(on, 1e-6)[0].all() and not index.within(off, 1e-6)[0].all()
 
 
+@pytest.mark.slow
 def test_the_pair_bounds_leave_out_no_piece_that_could_be_nearest():
     """The exact pass measures only the pieces whose bounding sphere and plane come within the
     best distance so far: distances, nearest points and normals are the very bits that measuring
@@ -425,6 +426,7 @@ def test_the_pair_bounds_leave_out_no_piece_that_could_be_nearest():
                         assert np.array_equal(a, b)
 
 
+@pytest.mark.slow
 def test_the_first_pass_by_rows_is_the_sort_of_every_pair(monkeypatch):
     """The first pass chooses each point's nearest of its k pieces along its row (ties to the lower
     piece index): the very bits of sorting all n x k pairs, which `_evaluate` does. On a capsule

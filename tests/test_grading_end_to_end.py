@@ -138,6 +138,7 @@ def test_dependency_outside_the_package_is_invalid(case_id, tmp_path, absolute):
     assert "outside.usda" in json.dumps(r.grade["validity"])
 
 
+@pytest.mark.slow
 def test_selection_with_k_writes_no_reward(case_id, tmp_path):
     out = tmp_path / "out"
     out.mkdir()
@@ -148,6 +149,7 @@ def test_selection_with_k_writes_no_reward(case_id, tmp_path):
     assert r.exit_code == 0  # pytest's own: the selected check passed
 
 
+@pytest.mark.slow
 def test_parallel_run_gives_the_serial_figures(case_id, tmp_path):
     asset, faults = CASE_TABLE[case_id]
     submission = tmp_path / "one_repair"
@@ -162,6 +164,7 @@ def test_parallel_run_gives_the_serial_figures(case_id, tmp_path):
     assert parallel.grade == serial.grade
 
 
+@pytest.mark.slow
 def test_same_bytes_give_the_same_report(case_id, tmp_path):
     """Determinism: every sampler is seeded from the profile; only timings may differ. One grade
     in a fresh child, one in this process: the same report either way."""

@@ -85,6 +85,7 @@ def test_reference_in_app_scores_one(tmp_path):
     assert sorted(p.name for p in out.iterdir()) == ["grade.json", "reward-details.json", "reward.json"]
 
 
+@pytest.mark.slow
 def test_planted_outputs_and_environment_cannot_raise_the_unrepaired_input(tmp_path):
     app, out = tmp_path / "app", tmp_path / "logs"
     shutil.copytree(CASE / "input", app)
@@ -180,6 +181,7 @@ def test_usdgrade_task_refuses_a_folder_that_is_not_a_task_and_a_tampered_case(t
     assert "digest" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_usdgrade_task_check_says_a_generated_task_is_sound():
     from usd_repair_verifier.commands.cli import main
 
@@ -190,6 +192,7 @@ def test_usdgrade_task_check_says_a_generated_task_is_sound():
         f"{TASK}: sound: oracle 1.0 (graded), untouched input 0.0 (graded), closed book"]
 
 
+@pytest.mark.slow
 def test_usdgrade_task_check_finds_an_oracle_that_does_not_repair(tmp_path):
     task = tmp_path / "task"
     shutil.copytree(TASK, task)

@@ -19,6 +19,7 @@ from usd_repair_verifier.authoring.inject import root_layer_of
 from usd_repair_verifier.scoring.reward import Status
 from tests import variants
 from tests.grade_in_process import grade
+from tests.inner_loop import representatives
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = ROOT / "fixtures" / "cases"
@@ -291,8 +292,13 @@ def _binary(src: Path, dst: Path) -> Path:
     return dst
 
 
-@pytest.mark.parametrize("layout", ["flattened", "binary", "regrouped", "physics_in_a_sublayer"])
-@pytest.mark.parametrize("case_id", HAND_AUTHORED)
+LAYOUTS = ["flattened", "binary", "regrouped", "physics_in_a_sublayer"]
+LAYOUT_RUNS = [(case_id, layout) for case_id in HAND_AUTHORED for layout in LAYOUTS]
+
+
+# The inner loop: every layout, on one case.
+@pytest.mark.parametrize("case_id, layout", representatives(
+    LAYOUT_RUNS, [r for r in LAYOUT_RUNS if r[0] == "ant_two_joint_faults"], ids=[f"{c}-{l}" for c, l in LAYOUT_RUNS]))
 def test_equivalent_layouts_keep_the_reference_grade(case_id, layout, tmp_path):
     build = {"flattened": variants.flatten, "binary": _binary, "regrouped": variants.regroup,
              "physics_in_a_sublayer": variants.split_physics_layer}[layout]
@@ -437,8 +443,12 @@ def _attacks(case_id):
     }
 
 
-@pytest.mark.parametrize("attack", list(_attacks("hopper_body_and_com")))
-@pytest.mark.parametrize("case_id", list(OTHER_ASSETS))
+ATTACK_RUNS = [(case_id, attack) for case_id in OTHER_ASSETS for attack in _attacks("hopper_body_and_com")]
+
+
+# The inner loop: every attack, on one asset.
+@pytest.mark.parametrize("case_id, attack", representatives(
+    ATTACK_RUNS, [r for r in ATTACK_RUNS if r[0] == "hopper_body_and_com"], ids=[f"{c}-{a}" for c, a in ATTACK_RUNS]))
 def test_preservation_attacks_on_other_assets(case_id, attack, tmp_path):
     edit, gate, *words = _attacks(case_id)[attack]
     assert_fails(submit(tmp_path, case_id, edit), gate, *words)

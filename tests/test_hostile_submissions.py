@@ -36,6 +36,7 @@ import pytest
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
 
 from usd_repair_verifier.scoring.run import RunResult
+from tests.inner_loop import representatives
 from tests.grade_in_process import grade_warm
 from tests import variants
 
@@ -336,7 +337,9 @@ PRESERVATION_ATTACKS = {
 }
 
 
-@pytest.mark.parametrize("name", list(PRESERVATION_ATTACKS))
+# The inner loop: the first five attacks (every preservation attack also runs on one asset in
+# tests/test_hostile_preservation.py's inner loop); the full suite every one.
+@pytest.mark.parametrize("name", representatives(list(PRESERVATION_ATTACKS), list(PRESERVATION_ATTACKS)[:5]))
 def test_attack_on_the_reference_fails_preservation(name, tmp_path, outcome_table):
     attack = PRESERVATION_ATTACKS[name]
     submission = attack.build(copy_of(attack.case, "reference", tmp_path), tmp_path)

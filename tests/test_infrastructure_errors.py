@@ -223,11 +223,13 @@ def raised_in_worker_run(tmp_path_factory):
     return grade(case, case / "input", out, "-n", "2", *args, env=env), out
 
 
+@pytest.mark.slow
 def test_check_that_raises_in_a_worker(raised_in_worker_run):
     r, out = raised_in_worker_run
     assert_infrastructure_error(r, out, "f2-joint.state")
 
 
+@pytest.mark.slow
 def test_check_that_raises_in_a_worker_cause_names_the_exception(raised_in_worker_run):
     r, out = raised_in_worker_run
     cause = r.grade["infrastructure_error"]

@@ -744,6 +744,7 @@ def _rotations(count: int, seed: int):
         yield r
 
 
+@pytest.mark.slow
 def test_the_quaternion_of_a_rotation_is_scipys_bit_for_bit():
     """Grades must not move: every principal-axes quaternion is the one scipy computed before."""
     for r in _rotations(20_000, seed=3):

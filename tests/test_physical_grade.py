@@ -165,6 +165,7 @@ def test_reference_against_itself_passes_every_test(ant_self):
     assert len(joints) == 8
 
 
+@pytest.mark.slow
 def test_same_bytes_same_record(ant_self, tmp_path):
     """The same bytes, once forked from the runtime server and once in a fresh interpreter."""
     again = run_physical(ANT, ANT / "reference", tmp_path / "again", python=[sys.executable])
@@ -172,6 +173,7 @@ def test_same_bytes_same_record(ant_self, tmp_path):
     assert without_timings(again) == {**without_timings(ant_self), "case": again["case"], "submission": again["submission"]}
 
 
+@pytest.mark.slow
 def test_a_forked_session_past_its_time_limit_is_killed_and_the_server_goes_on(tmp_path, monkeypatch):
     from usd_repair_verifier.physical import grade as physical_grade
 
@@ -185,11 +187,13 @@ def test_a_forked_session_past_its_time_limit_is_killed_and_the_server_goes_on(t
     assert after["status"] == "graded" and after["summary"]["failed"] == 0 and after["summary"]["passed"] > 0
 
 
+@pytest.mark.slow
 def test_flattened_variant_passes_every_test(tmp_path):
     flat = variants.flatten(ANT / "reference", tmp_path / "flat")
     assert_all_pass(run_physical(ANT, flat, tmp_path / "out"))
 
 
+@pytest.mark.slow
 def test_renamed_namespace_variant_passes_every_test(tmp_path):
     renamed = variants.rename_namespace(ANT / "reference", tmp_path / "renamed", ANT_RENAMES)
     r = run_physical(ANT, renamed, tmp_path / "out")
@@ -197,6 +201,7 @@ def test_renamed_namespace_variant_passes_every_test(tmp_path):
     assert r["correspondence"]["bodies"]["/ant/Geometry/torso"] == "/robot/Geometry/trunk"
 
 
+@pytest.mark.slow
 def test_renamed_cabinet_with_another_collision_decomposition_passes_every_test(tmp_path):
     candidate = variants.rename_namespace(CABINET / "reference", tmp_path / "cab", CABINET_RENAMES)
     split_door_panel(candidate)
@@ -209,6 +214,7 @@ def test_renamed_cabinet_with_another_collision_decomposition_passes_every_test(
     assert {j["unit"] for j in travel.values()} == {"deg", "m"}
 
 
+@pytest.mark.slow
 def test_a_lost_collider_fails_colliders_built_against_the_reference(tmp_path):
     """One of the drawer's five colliders removed: everything the candidate authors is built, and the
     drawer still collides, but the reference's drawer has a collider the candidate's lacks."""
@@ -230,6 +236,7 @@ def test_a_lost_collider_fails_colliders_built_against_the_reference(tmp_path):
 
 # --- fault kinds of the case suite, detected by runtime tests (fixture inputs as candidates) -----
 
+@pytest.mark.slow
 def test_joint_frame_and_limit_units_faults_fail_motion_and_travel(tmp_path):
     """ant_two_joint_faults: hip_1's frame moved, ankle_2's limits authored in radians."""
     r = run_physical(ANT, ANT / "input", tmp_path / "out")
@@ -243,6 +250,7 @@ def test_joint_frame_and_limit_units_faults_fail_motion_and_travel(tmp_path):
     assert r["tests"]["dynamic_response"]["trajectories"]["value"] > 5 * r["tests"]["dynamic_response"]["trajectories"]["threshold"]
 
 
+@pytest.mark.slow
 def test_inverted_joint_limits_are_an_engine_refusal_with_its_reason(tmp_path):
     """gen_ant_2: inverted limits: MuJoCo refuses the model; `loads` fails, the rest is null with why."""
     r = run_physical(CASES / "gen_ant_2", CASES / "gen_ant_2" / "input", tmp_path / "out")
@@ -254,6 +262,7 @@ def test_inverted_joint_limits_are_an_engine_refusal_with_its_reason(tmp_path):
     assert failed(r) == {"load_and_cook.loads"}
 
 
+@pytest.mark.slow
 def test_a_moving_body_that_lost_its_mass_loads_with_a_stand_in_and_fails_its_mass(tmp_path):
     """cheetah_visual_and_shape: fthigh's colliders disabled, so it has no mass and nothing to take
     one from: it gets the recorded stand-in (physical/corrections.py) on that side only, loads, and
@@ -296,6 +305,7 @@ def test_engine_absent_gives_every_property_null_with_the_reason(tmp_path):
     assert json.loads((tmp_path / "out" / PHYSICAL_FILE).read_text()) == r
 
 
+@pytest.mark.slow
 def test_another_engine_version_is_refused(tmp_path, monkeypatch):
     """The thresholds hold for the pinned versions only: a runtime whose newton differs is not run."""
     from usd_repair_verifier.physical import grade as physical_grade
@@ -335,6 +345,7 @@ def test_out_inside_the_submission_is_refused(tmp_path):
         run_physical(ANT, sub, sub / "out")
 
 
+@pytest.mark.slow
 def test_reversed_joint_is_an_engine_refusal_with_its_reason(tmp_path):
     """A joint authored child-first (body0 = leg, body1 = thigh) is valid USD, but Newton's importer
     refuses it: `loads` fails with the importer's reason, nothing else is claimed."""

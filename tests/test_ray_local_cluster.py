@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench import ray_cluster  # noqa: E402
+from bench import ray_cluster
 
 FAILS = "echo 'Exception: The current node timed out during startup.'; exit 1"
 BLOCKS = "echo 'This command will now block forever'; exec sleep 600"

@@ -118,6 +118,7 @@ def test_every_usdgrade_command_shown_exists_in_the_parser(markdown):
         assert len(shown) >= 15
 
 
+@pytest.mark.slow
 def test_the_readme_records_and_regrade_commands_run_as_written(tmp_path):
     """The task author's block, run from a folder that holds the checkout's fixtures, as written."""
     import os

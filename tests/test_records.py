@@ -39,7 +39,8 @@ def postgres():
         server.stop()
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+# The inner loop keeps SQLite; the same tests on PostgreSQL run in the full suite.
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])
 def store_url(request, tmp_path):
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'records.sqlite'}"

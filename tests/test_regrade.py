@@ -65,6 +65,16 @@ SUBMISSIONS = [  # (case, submission: a side of the case, or a path)
 ]
 
 
+def test_a_warm_grade_is_the_fresh_command_byte_for_byte(grader, tmp_path):
+    """The inner loop's one comparison (the full suite compares several cases, below)."""
+    warm = grader.grade(Item("item", str(CASES / "ant_two_joint_faults"), str(DEMO)))
+    _fresh(CASES / "ant_two_joint_faults", DEMO, tmp_path / "fresh")
+    assert _without_timings(warm.grade_text) == _without_timings((tmp_path / "fresh" / "grade.json").read_text())
+    assert json.loads(warm.reward_text) == json.loads((tmp_path / "fresh" / "reward.json").read_text())
+    assert warm.exit_code == 0 and not warm.recycle
+
+
+@pytest.mark.slow
 def test_warm_grades_are_the_fresh_command_byte_for_byte(grader, tmp_path):
     """Several cases, one process: references read once, per-item state never carried over."""
     items = [(case, side if isinstance(side, Path) else CASES / case / side) for case, side in SUBMISSIONS]
@@ -86,6 +96,7 @@ def test_warm_grades_are_the_fresh_command_byte_for_byte(grader, tmp_path):
     assert grader.references.hits >= 2
 
 
+@pytest.mark.slow
 def test_another_package_at_the_same_path_is_read_from_disk(grader, tmp_path):
     """Harbor re-creates every submission at the same path: nothing of the last one may be reused."""
     case = CASES / "cabinet_hierarchy_and_visual"
@@ -176,6 +187,7 @@ def own_validity_server():
         validity._FORK_SERVER = kept
 
 
+@pytest.mark.slow
 def test_validity_forked_from_the_server_reports_what_a_fresh_worker_reports(tmp_path_factory):
     """Every offence of the validity suite, through the fork server and through a fresh worker."""
     from usd_repair_verifier.gates import validity
@@ -241,6 +253,7 @@ class _FaultyPool(pool_module.LocalPool):
     worker = staticmethod(_faulty)
 
 
+@pytest.mark.slow
 def test_pool_contains_hangs_and_dying_workers(tmp_path):
     case = CASES / "gen_cartpole_1"
     subs = {}
@@ -260,6 +273,7 @@ def test_pool_contains_hangs_and_dying_workers(tmp_path):
     assert results["flaky-1"].attempts == 2
 
 
+@pytest.mark.slow
 def test_a_timed_out_item_does_not_stop_its_pool(tmp_path):
     """One worker: the item after a hang can only be graded by the worker that replaced it."""
     case = CASES / "gen_cartpole_1"
@@ -296,6 +310,7 @@ def _regrade(*args: str) -> tuple[int, str, str]:
     return proc.returncode, proc.stdout, proc.stderr
 
 
+@pytest.mark.slow
 def test_regrade_job_folders_resumes_selects_and_summarises(tmp_path):
     job = _job(tmp_path, [
         ("ant_two_joint_faults", DEMO, 0.5, "m1"),
@@ -330,6 +345,7 @@ def test_regrade_refuses_a_bad_selection(tmp_path):
     assert code == 2 and "job folders or --db" in stderr
 
 
+@pytest.mark.slow
 def test_regrade_the_records_store(tmp_path):
     """Episodes ingested into the store are re-graded into new grade rows, once."""
     store_module = pytest.importorskip("usd_repair_verifier.records.store", reason="the records store is not in this checkout")
@@ -362,6 +378,7 @@ def test_regrade_the_records_store(tmp_path):
         store.close()
 
 
+@pytest.mark.slow
 def test_refreeze_a_case_of_an_older_scoring_version(tmp_path):
     cases = tmp_path / "cases"
     shutil.copytree(CASES / "gen_cartpole_1", cases / "gen_cartpole_1")

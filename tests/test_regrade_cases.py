@@ -116,6 +116,7 @@ def test_the_store_checks_the_digest_and_keeps_closed_book(tmp_path):
     assert (new["status"], new["authored_usd"], new["closed_book"]) == ("closed_book_violation", 0.0, "violation")
 
 
+@pytest.mark.slow
 def test_refreeze_re_freezes_the_case_the_grade_recorded(tmp_path):
     """A case of an older scoring version whose digest the earlier grade recorded passes the check,
     is re-frozen, and grades; without --refreeze it grades as an infrastructure error (as before)."""

@@ -55,6 +55,7 @@ def _package(out: Path, *edits) -> Path:
     return package
 
 
+@pytest.mark.slow
 def test_the_repro_a_welded_sensor_with_its_own_root_freezes(tmp_path):
     """Any fixture reference with a "sensor" body, its own ArticulationRootAPI and a fixed joint
     to the world: `freeze` refused it (the reference scored 0.5 against itself, invalid_roots 2)."""

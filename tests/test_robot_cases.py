@@ -5,7 +5,7 @@ Lean on purpose (each grade of a robot takes seconds): every case's reference an
 graded once, in this process (tests/grade_in_process.py); each mesh equivalent runs on the
 robots listed in EQUIVALENT_ROBOTS (every equivalent on at least two, every robot at least once,
 and each robot a former grade got wrong: so100 split, hyq merged, baxter and hyq in centimetres);
-`python bench/bench_robots.py` grades the whole matrix, every equivalent and hostile on every
+`python -m bench.bench_robots` grades the whole matrix, every equivalent and hostile on every
 robot, and writes its results file.
 """
 from __future__ import annotations
@@ -20,6 +20,7 @@ from usd_repair_verifier.profiles.schema import load_profile
 from usd_repair_verifier.profiles.vocabulary import FAULT_KINDS
 from tests import mesh_variants
 from tests.grade_in_process import grade
+from tests.inner_loop import representatives
 
 # Each robot's case whose reference is the robot as converted: variants are built from it.
 CASE_OF: dict[str, str] = {}
@@ -75,7 +76,8 @@ def test_every_fault_kind_is_on_a_robot():
     assert kinds | ON_A_ROBOT_BY_INJECTION == set(FAULT_KINDS) and not kinds & ON_A_ROBOT_BY_INJECTION
 
 
-@pytest.mark.parametrize("case", sorted(ROBOT_CASES))
+# The inner loop grades one robot's case; the full suite every one.
+@pytest.mark.parametrize("case", representatives(sorted(ROBOT_CASES), ["so100_units_and_hull"]))
 def test_reference_one_and_input_zero(case):
     ref = grade(CASES / case, CASES / case / "reference")
     assert ref.authored_usd == 1.0 and ref.objective_success, ref.reasons
@@ -110,7 +112,12 @@ def _does_what_it_claims(variant: str, robot: str, candidate: Path) -> None:
         assert UsdGeom.GetStageMetersPerUnit(stage(candidate)) == 0.01
 
 
-@pytest.mark.parametrize("variant, robot", [(v, r) for v, robots in EQUIVALENT_ROBOTS.items() for r in robots])
+EQUIVALENTS = [(v, r) for v, robots in EQUIVALENT_ROBOTS.items() for r in robots]
+
+
+# The inner loop: one equivalent mesh layout (a retriangulated robot); the full suite every one.
+@pytest.mark.parametrize("variant, robot", representatives(EQUIVALENTS, [("retriangulated", "so100")],
+                                                           ids=[f"{v}-{r}" for v, r in EQUIVALENTS]))
 def test_mesh_equivalents_grade_one(variant, robot, built):
     candidate = built(variant, robot)
     _does_what_it_claims(variant, robot, candidate)
@@ -123,7 +130,8 @@ def test_every_robot_gets_an_equivalent():
     assert all(len(robots) >= 2 for robots in EQUIVALENT_ROBOTS.values())
 
 
-@pytest.mark.parametrize("robot, how", HOSTILES)
+@pytest.mark.parametrize("robot, how", representatives(HOSTILES, [("so100", "grown")],
+                                                       ids=[f"{r}-{h}" for r, h in HOSTILES]))
 def test_a_healthy_collider_changed_scores_zero(robot, how, built):
     """On the reference (the honest repair of every fault, 1.0): one healthy collider changed."""
     decision = grade(CASES / CASE_OF[robot], built(how, robot))

@@ -1,5 +1,5 @@
 """The committed real-robot packages (fixtures/robots): packages the verifier accepts, and what the
-fixtures/README.md table says of them (their bytes; `python fixtures/build_robots.py --table`
+fixtures/README.md table says of them (their bytes; `python -m fixtures.build_robots --table`
 writes the other columns from the packages)."""
 from __future__ import annotations
 

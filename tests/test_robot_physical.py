@@ -4,7 +4,7 @@ real engine. Every property is measured and passes (none null), and the same byt
 give the same record (timings and the runtime session aside).
 
 One robot only: a physical grade of a real robot takes seconds of engine time. The grade of every
-other robot's reference, and its wall time, is `python bench/bench_robots.py --physical CASE`.
+other robot's reference, and its wall time, is `python -m bench.bench_robots --physical CASE`.
 """
 from __future__ import annotations
 
@@ -17,6 +17,9 @@ from usd_repair_verifier.physical import runtime_server
 from usd_repair_verifier.physical.grade import PHYSICAL_FILE, run_physical, session_env
 from usd_repair_verifier.physical.property_results import TESTS
 from usd_repair_verifier.physical.record import PhysicalRecord
+
+# Not in the inner loop: the physical grade of real robots: the engine runs in the inner loop on the ant (tests/test_physical_grade.py).
+pytestmark = pytest.mark.slow
 
 CASE = Path(__file__).resolve().parent.parent / "fixtures" / "robot_cases" / "xarm7_drive_and_units"
 

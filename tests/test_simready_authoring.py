@@ -112,6 +112,7 @@ def test_freeze_refuses_a_selection_the_reference_lacks_in_one_line(flag, code, 
     assert not (tmp_path / "case").exists()
 
 
+@pytest.mark.slow
 def test_freeze_with_the_flag_finds_the_faults_and_records_the_selection(tmp_path):
     r = usdgrade("freeze", "--reference", str(CASE / "reference"), "--input", str(CASE / "input"),
                  "--out", str(tmp_path / "case"), "--variant", "/Gripper:PhysX=Enabled")
@@ -168,6 +169,7 @@ def test_doctor_shows_a_cases_selections_and_grades_its_reference():
     assert usdgrade("doctor", "--submission", str(CASE / "reference")).returncode == 2
 
 
+@pytest.mark.slow
 def test_the_task_keeps_the_selection_and_tells_the_agent(tmp_path):
     from usd_repair_verifier.authoring.task import TaskOptions, write_task
 
@@ -270,6 +272,7 @@ def test_explain_pictures_read_both_stages_under_the_case_selection():
     assert all(set(roles) == {"reference"} for roles in drawn.views.values())
 
 
+@pytest.mark.slow
 def test_refreeze_keeps_the_selection(tmp_path):
     from usd_repair_verifier.regrade.command import refreeze
 

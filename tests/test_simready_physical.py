@@ -11,6 +11,9 @@ from fixtures.build_simready import CASE_ID, SELECTION
 from usd_repair_verifier.physical import runtime_server
 from usd_repair_verifier.physical.grade import run_physical, session_env
 
+# Not in the inner loop: the SimReady gripper in the engine: the engine runs in the inner loop on the ant (tests/test_physical_grade.py).
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 CASE = ROOT / "fixtures" / "simready" / "cases" / CASE_ID
 

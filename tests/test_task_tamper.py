@@ -176,16 +176,19 @@ def run_attack(layout, app_link: str = "", agent_script: str = AGENT_SCRIPT, rew
     return read_json(logs / "grade.json"), log
 
 
+@pytest.mark.slow
 def test_every_planted_door_leaves_the_unrepaired_input_at_zero(layout):
     grade, _ = run_attack(layout)
     assert grade["status"] == "graded" and grade["authored_usd"] == 0.0, json.dumps(grade)[:2000]
 
 
+@pytest.mark.slow
 def test_a_submission_that_is_a_link_to_the_reference_is_an_empty_package(layout):
     grade, _ = run_attack(layout, app_link="/tests/case/reference")
     assert grade["status"] == "invalid" and grade["authored_usd"] == 0.0, json.dumps(grade)[:2000]
 
 
+@pytest.mark.slow
 def test_the_oracle_solution_scores_one(layout):
     """Harbor's oracle agent runs solution/solve.sh in the agent's container (planted files and all)."""
     grade, _ = run_attack(layout, agent_script=ORACLE_SCRIPT, reward=1.0)

@@ -23,9 +23,7 @@ from typing import Callable
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from usd_repair_verifier.gates.validity import (  # noqa: E402
+from usd_repair_verifier.gates.validity import (
     RULES,
     ResourceLimits,
     RuleResult,

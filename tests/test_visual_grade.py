@@ -132,6 +132,7 @@ def test_not_eligible_comes_before_the_digest_and_authorization(graded, tmp_path
     assert record["status"] == "not_eligible"
 
 
+@pytest.mark.slow
 def test_changed_bytes_are_an_error_before_authorization(graded, tmp_path):
     submission = tmp_path / "submission"
     shutil.copytree(CASE / "reference", submission)
@@ -153,6 +154,7 @@ def test_missing_digest_or_unreadable_grade_is_an_error(graded, tmp_path):
     assert record["status"] == "infrastructure_error" and record["score"] is None
 
 
+@pytest.mark.slow
 def test_not_authorized_without_flag_or_env(graded, tmp_path):
     record = run_visual(CASE, CASE / "reference", graded, tmp_path / "out", judge_kind="anthropic", env=NO_ENV)
     assert record["status"] == "not_authorized" and record["score"] is None
@@ -277,6 +279,7 @@ def _judge(server, model="asked-model-20250101", answer_retries=0):
     return judges.AnthropicJudge(model, client=client, answer_retries=answer_retries, sleep=lambda s: None)
 
 
+@pytest.mark.slow
 def test_anthropic_votes_tie_record_and_cache(graded, tmp_path):
     rubric = rubrics.load()
     server = Server(_answer(rubric, "pass"), _answer(rubric, "fail"))

@@ -11,6 +11,7 @@ from usd_repair_verifier.visual import judge as judges
 pytestmark = pytest.mark.usefixtures("no_network")
 
 
+@pytest.mark.slow
 def test_without_a_key_it_says_it_did_not_run(tmp_path, monkeypatch, capsys):
     for name in judges.CREDENTIAL_ENVS:
         monkeypatch.delenv(name, raising=False)

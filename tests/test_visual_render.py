@@ -60,6 +60,7 @@ def test_views_are_512_png_and_readable(tmp_path):
 SMALL = render.SIZE // 4
 
 
+@pytest.mark.slow
 def test_same_bytes_same_pixels_in_process_and_in_a_fresh_interpreter(tmp_path):
     case = CASES / "ant_two_joint_faults"
     CACHE.clear()   # drawn anew each time, not served from the content cache

@@ -313,6 +313,7 @@ def test_a_texture_inside_a_usdz_package_is_sampled(tmp_path):
     assert np.array_equal(_render(packed, 3)[0], _render(loose, 3)[0])
 
 
+@pytest.mark.slow
 def test_textured_renders_are_the_same_in_a_fresh_interpreter(tmp_path):
     pkg = _quad_package(tmp_path / "pkg", cells=((RED, GREEN), (BLUE, WHITE)), colour_space="sRGB",
                         st=[(0.0, 0.0), (3.0, 0.0), (3.0, 2.0), (0.0, 2.0)], wrap=("mirror", "repeat"))
@@ -329,6 +330,7 @@ def test_textured_renders_are_the_same_in_a_fresh_interpreter(tmp_path):
     assert proc.stdout.strip().splitlines()[-1] == here
 
 
+@pytest.mark.slow
 def test_the_fixture_cabinet_door_shows_its_wood_grain(tmp_path):
     """The reference's door and drawer front are textured with a 16 x 16 wood image: the renders show
     its grain (many shades of brown), not one average brown; the candidate's door is plain laminate."""

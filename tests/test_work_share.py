@@ -94,6 +94,7 @@ def test_two_processes_sharing_a_folder_measure_what_one_process_measures(tmp_pa
         assert memo_size > len(case.profile.checks)  # every measurement arrived, not just the checks'
 
 
+@pytest.mark.slow
 def test_a_parallel_selection_finishes(tmp_path):
     """A worker given no test still finishes the unit it claimed: -k under -n 2 never hangs.
     The shared folder goes with the run."""
@@ -105,6 +106,7 @@ def test_a_parallel_selection_finishes(tmp_path):
     assert not list(temp.glob("usdgrade-work-*"))
 
 
+@pytest.mark.slow
 def test_a_parallel_run_of_an_invalid_submission_is_invalid_in_every_worker(tmp_path):
     broken = tmp_path / "broken"
     broken.mkdir()

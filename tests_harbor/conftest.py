@@ -17,11 +17,9 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from faults import VARIANTS, kill_verifier_when_grading, make_variant  # noqa: E402
-from harbor_client import TASKS, Stack, concurrently, harbor_regrade, harbor_run, stack, write_task  # noqa: E402
-from terminus import terminus_runs  # noqa: E402
+from tests_harbor.faults import VARIANTS, kill_verifier_when_grading, make_variant
+from tests_harbor.harbor_client import TASKS, Stack, concurrently, harbor_regrade, harbor_run, stack, write_task
+from tests_harbor.terminus import terminus_runs
 
 @pytest.fixture(scope="session")
 def harbor_stack() -> Stack:

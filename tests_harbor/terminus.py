@@ -6,8 +6,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from harbor_client import Stack, concurrently, harbor_run
-from scripted_model import CountingServer, ScriptedModel, terminus_reply
+from tests_harbor.harbor_client import Stack, concurrently, harbor_run
+from tests_harbor.scripted_model import CountingServer, ScriptedModel, terminus_reply
 
 # The ant's moved joint frame, repaired by hand: the same edit as the fixture submission
 # fixtures/submissions/ant_two_joint_faults_one_repair (one of its two faults: 0.5).

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from faults import verifier_container
+from tests_harbor.faults import verifier_container
 
 
 def trial(fault_job, name: str):

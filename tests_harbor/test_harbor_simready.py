@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harbor_client import ROOT, concurrently, harbor, harbor_run, usdgrade
+from tests_harbor.harbor_client import ROOT, concurrently, harbor, harbor_run, usdgrade
 
 CASE = ROOT / "fixtures" / "simready" / "cases" / "simready_gripper_missing_and_drive"
 SELECTION = {"/Gripper": {"PhysX": "Enabled"}}

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sqlite3
 
-from harbor_client import TASKS, harbor, usdgrade, write_task
+from tests_harbor.harbor_client import TASKS, harbor, usdgrade, write_task
 
 CLOSED_BOOK = {"cabinet_drawer_door": True, "ant_two_joint_faults": True, "gripper_hull_and_mass": False}
 

@@ -49,7 +49,8 @@ ROOT = Path(__file__).resolve().parent.parent
 NAMESPACE = "usd_repair_verifier"
 SKIPPED = ("examples/", "fixtures/cases/", "fixtures/assets/", "fixtures/harbor_jobs/", "fixtures/trajectories/",
            "fixtures/submissions/",
-           "tools/namespace_imports.py", "tests/test_packaging.py")   # these two hold old names on purpose
+           "tools/namespace_imports.py", "tests/test_packaging.py",   # these hold old names on purpose:
+           "usd_repair_verifier/__init__.py", "tests/test_namespaced_imports.py")   # the names refused
 TEXT_SUFFIXES = (".py", ".md", ".toml", ".sh", ".in", ".ini", ".cfg", ".txt", ".yml", ".yaml", ".Dockerfile")
 TEXT_NAMES = ("Dockerfile", "run")   # .ci/run
 
