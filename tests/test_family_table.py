@@ -14,7 +14,8 @@ from usd_repair_verifier.profiles.families import FaultKind, KnockOn, Measure, R
 BAD_TABLES = {
     "unknown knock-on family": ("measure mass.mass", "knock-on on unknown family 'nothing'"),
     "tolerance nobody reads": ("family 'mass'", "declares tolerances no measure reads: ['unused_m']"),
-    "injector without function": ("fault kind 'mass_unit_factor'", "is not 'module:function'"),
+    "injector without function": (f"fault kind '{families.BY_NAME['mass'].fault_kinds[0].name}'",
+                                  "is not 'module:function'"),
 }
 
 

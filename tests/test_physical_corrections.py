@@ -22,7 +22,7 @@ def _load(root: Path):
 
 
 def test_the_committed_robots_are_what_the_script_builds():
-    done = subprocess.run([sys.executable, str(ROOT / "fixtures" / "build_physical_robots.py"), "--check"],
+    done = subprocess.run([sys.executable, "-m", "fixtures.build_physical_robots", "--check"], cwd=ROOT,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
 

@@ -8,7 +8,6 @@ from usd_repair_verifier.authoring.inject.edits import (
     InjectionError, ensure_api, own_colliders, rigid_bodies, rigid_body, set_targets, writable,
 )
 
-NO_SCENE = "NoSuchPhysicsScene"
 
 
 def collision_filter(stage, target, rng, dirty) -> str:
@@ -48,12 +47,12 @@ def _jointed(stage, body: str) -> set[str]:
 
 
 def simulation_owner(stage, target, rng, dirty) -> str:
-    """The body's physics:simulationOwner set to a scene path where no scene is: an engine that
-    honours owners simulates the body in no scene."""
+    """The body's physics:simulationOwner set to the asset's root prim, which is no scene: an engine
+    that honours owners simulates the body in no scene. (A prim that exists, so the input carries no
+    name its reference lacks, which would point an agent at the fault.)"""
     prim = writable(rigid_body(stage, target))
-    root = prim.GetPath().GetPrefixes()[0]
-    owner = root.AppendChild(NO_SCENE)
-    if stage.GetPrimAtPath(owner):
-        raise InjectionError(f"{owner} exists")
-    set_targets(prim, "physics:simulationOwner", [owner], dirty)
-    return f"physics:simulationOwner on {target} = {owner} (no scene there)"
+    owner = stage.GetPrimAtPath(prim.GetPath().GetPrefixes()[0])
+    if owner.IsA(UsdPhysics.Scene):
+        raise InjectionError(f"{owner.GetPath()} is a physics scene")
+    set_targets(prim, "physics:simulationOwner", [owner.GetPath()], dirty)
+    return f"physics:simulationOwner on {target} = {owner.GetPath()} (no scene there)"
