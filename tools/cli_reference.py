@@ -92,15 +92,9 @@ def render() -> str:
 
 
 def main(argv: list[str]) -> int:
-    text = render()
-    if argv == ["--check"]:
-        if not DOC.is_file() or DOC.read_text(encoding="utf-8") != text:
-            print(f"{DOC.relative_to(ROOT)} is stale: run python tools/cli_reference.py", file=sys.stderr)
-            return 1
-        return 0
-    DOC.write_text(text, encoding="utf-8")
-    print(f"wrote {DOC.relative_to(ROOT)}")
-    return 0
+    from generated_page import write_or_check   # beside this script
+
+    return write_or_check(DOC, render(), "tools/cli_reference.py", check=argv == ["--check"])
 
 
 if __name__ == "__main__":

@@ -91,15 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if the page is stale")
     args = parser.parse_args(argv)
-    text = render()
-    if args.check:
-        if not DOC.is_file() or DOC.read_text(encoding="utf-8") != text:
-            print(f"{DOC.relative_to(ROOT)} is stale: run python tools/physics_coverage.py", file=sys.stderr)
-            return 1
-        return 0
-    DOC.write_text(text, encoding="utf-8")
-    print(f"wrote {DOC.relative_to(ROOT)}")
-    return 0
+    from generated_page import write_or_check   # beside this script
+
+    return write_or_check(DOC, render(), "tools/physics_coverage.py", check=args.check)
 
 
 if __name__ == "__main__":
