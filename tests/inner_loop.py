@@ -12,11 +12,12 @@ import pytest
 
 slow = pytest.mark.slow
 
-# The committed cases the inner loop grades (reference 1.0, input 0.0): four hand-authored ones
+# The committed cases the inner loop grades (reference 1.0, input 0.0): five hand-authored ones
 # whose faults span every family of profiles/families.py (tests/test_inner_loop.py checks that);
 # the other cases repeat those families on other assets and units and run in the full suite.
 CASES_IN_THE_INNER_LOOP = (
     "ant_material_and_composition", "ant_redundant_and_root", "cabinet_handle_and_collider", "hopper_body_and_com",
+    "ant_filter_and_owner",
 )
 # Cases whose single-fault repairs the inner loop grades (each strictly between 0 and 1).
 SINGLE_REPAIRS_IN_THE_INNER_LOOP = ("hopper_body_and_com",)

@@ -1,6 +1,6 @@
 """The Ray driver of tests/test_regrade_cluster.py, in a process of its own (Ray's connection, its
-threads and the clusters it starts never enter the test session): `python -m tests.ray_cluster_driver
-SETUP.json` (from the checkout) runs every phase below and prints what it saw as one JSON line.
+threads and the clusters it starts never enter the test session): `python ray_cluster_driver.py
+SETUP.json` runs every phase below and prints what it saw as one JSON line.
 
 1. standing cluster: a head node, then three more nodes (bench/ray_cluster.py: each its own
    process, folder, environment and PID namespace, token authentication): node a, node c, which
@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
 # The clusters' token, before Ray is imported (it reads its authentication settings once): every
 # cluster this driver starts or joins uses it, and ~/.ray/auth_token is never read or written.
 os.environ.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(32))

@@ -18,6 +18,7 @@ pytestmark = pytest.mark.slow
 # the corrections each reference needs (kind -> count); every other case needs none
 EXPECTED_CORRECTIONS = {
     "hyq_shape_and_mass": {"planar_mesh_thickened": 2},
+    "hyq_filter_owner_inertia": {"planar_mesh_thickened": 2},
     "unbalanced_inertia_limits": {"inertia_balanced": 1},
     "massless_link_mass": {"mass_stand_in": 1},
     # two links MuJoCo takes as they are, on the edge: moments (1, 1, 2)e-6 kg m^2 and ~1e-20 kg m^2

@@ -20,9 +20,6 @@ import pytest
 from usd_repair_verifier.regrade.warm import Item, WarmGrader
 from usd_repair_verifier.scoring.reward import INFRASTRUCTURE_EXIT
 
-# Not in the inner loop: Ray clusters: the regrade command's local engine runs in the inner loop (tests/test_regrade.py).
-pytestmark = pytest.mark.slow
-
 REPO = Path(__file__).resolve().parent.parent
 CASES = REPO / "fixtures" / "cases"
 SMALL = CASES / "gen_cartpole_1"   # the smallest case: the items cost little beside Ray
@@ -74,10 +71,8 @@ def outcome(tmp_path_factory):
              "job": str(_job(root / "job", JOB_TRIALS)),
              "probe_job": str(_job(root / "probe" / "job", JOB_TRIALS[:2])), "death_job": str(death)}
     (root / "setup.json").write_text(json.dumps(setup))
-    # Run as a module from the checkout (its folder heads the driver's sys.path); not through
-    # PYTHONPATH, which the Ray nodes the driver starts would inherit.
-    proc = subprocess.run([sys.executable, "-m", "tests.ray_cluster_driver", str(root / "setup.json")],
-                          cwd=REPO, capture_output=True, text=True, timeout=900)
+    proc = subprocess.run([sys.executable, str(REPO / "tests" / "ray_cluster_driver.py"), str(root / "setup.json")],
+                          cwd=root, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, f"{proc.stderr[-5000:]}\n(the nodes' logs: {root}/cluster/node-*.log)"
     seen = json.loads(proc.stdout.strip().splitlines()[-1])
     seen["root"] = root

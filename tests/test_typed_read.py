@@ -181,7 +181,8 @@ def test_the_healthy_asset_has_no_authoring_problem_and_grades_clean(reference):
     assert not failing, failing
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Derandomized: the same examples in every run (CI never meets an example no run here met).
+@settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(site=st.sampled_from(SITES), typed=TYPED_VALUES)
 # A point at infinity gives the body an infinite extent, whose ratio to a finite one once raised
 # in the correspondence's cost (found by this test, kept as a fixed example).
@@ -189,6 +190,9 @@ def test_the_healthy_asset_has_no_authoring_problem_and_grades_clean(reference):
 # Opacities authored as integers: numbers the reader takes (the oracle once refused them).
 @example(site=(MESH, "primvars:displayOpacity"), typed=(Sdf.ValueTypeNames.IntArray, Vt.IntArray([])))
 @example(site=(MESH, "primvars:displayOpacity"), typed=(Sdf.ValueTypeNames.IntArray, Vt.IntArray([1, 0])))
+# A joint frame at infinity: the joint no longer corresponds, its checks fail as missing (found here).
+@example(site=("/World/Joint", "physics:localRot0"),
+         typed=(Sdf.ValueTypeNames.Quatf, Gf.Quatf(0.0, Gf.Vec3f(0.0, 0.0, math.inf))))
 def test_any_value_on_any_read_attribute_never_raises_and_is_graded(reference, site, typed):
     prim, name = site
     type_name, raw = typed
@@ -212,10 +216,15 @@ def test_any_value_on_any_read_attribute_never_raises_and_is_graded(reference, s
         assert scene_gate.passed is False and any(name in f.reason for f in scene_gate.failures), scene_gate
     elif name in problems:
         flagged = [r for r in results if hasattr(r, "components") and "authoring" in r.components]
-        assert flagged and all(r.passed is False for r in flagged), [r.check for r in results]
+        # A value that leaves its element unmatched (a joint frame at infinity) fails every check of
+        # that element as missing instead of naming the attribute.
+        on_prim = [r for r in results if hasattr(r, "components") and r.target == prim]
+        assert (flagged and all(r.passed is False for r in flagged)) or \
+            (on_prim and all(r.passed is False for r in on_prim)), \
+            [(getattr(r, "check", None) or r.gate, r.passed) for r in results]
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40, deadline=None, derandomize=True)
 @given(scale=st.tuples(*[st.sampled_from([0.0, 1e-30, -1.0, 1.0, math.inf, math.nan, 1e30])] * 3),
        where=st.sampled_from([BODY, BOX, MESH]))
 def test_degenerate_scales_never_raise(reference, scale, where):
@@ -338,7 +347,7 @@ CABINET_SITES = [
 ]
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=12, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(site=st.sampled_from(CABINET_SITES), typed=TYPED_VALUES)
 def test_hostile_values_through_a_grading_session_are_scores(tmp_path_factory, site, typed):
     """The plugin's session (validity worker, both snapshots, every check and gate): an exception
