@@ -95,6 +95,7 @@ def test_inject_writes_a_manifest_beside_the_package_not_inside(tmp_path):
     assert manifest.reference_digest == tree_digest(CABINET)
 
 
+@pytest.mark.slow
 def test_freeze_uses_the_manifest_and_reports_collateral(tmp_path):
     # Seed 0 stretches the carcass's back panel x1.6 through the top and bottom panels it meets:
     # the grade compares touching parts as one surface, so those two are reshaped too. That is

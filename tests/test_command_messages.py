@@ -145,6 +145,7 @@ def test_a_wrong_submission_path_is_a_short_invalid_grade_under_pytest_checks(tm
     assert json.loads((tmp_path / "out" / "reward.json").read_text()) == {"authored_usd": 0.0}
 
 
+@pytest.mark.slow
 def test_a_check_that_raises_keeps_its_traceback(tmp_path):
     """A verifier fault is no measurement: pytest shows it in full (and the grade says infrastructure error)."""
     plugins = tmp_path / "plugins"
@@ -165,6 +166,7 @@ def test_a_check_that_raises_keeps_its_traceback(tmp_path):
     assert "FAILURES" in r.stdout and "a bug in the verifier" in r.stdout and "usdgrade_assert_bug.py" in r.stdout
 
 
+@pytest.mark.slow
 def test_pytest_grades_from_any_folder_with_the_installed_plugin(tmp_path):
     """The Quick start's editable install: `pytest --case=...` from another folder, no conftest there."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "PYTEST_PLUGINS")}

@@ -192,6 +192,7 @@ def crashed_worker_run(tmp_path_factory):
     return r, out
 
 
+@pytest.mark.slow
 def test_crashed_xdist_worker_is_an_infrastructure_error(crashed_worker_run):
     r, out = crashed_worker_run
     cause = assert_infrastructure_error(r, out)

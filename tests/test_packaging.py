@@ -89,6 +89,7 @@ def test_the_checkout_imports_the_namespace_from_its_own_folders():
     assert Path(runtime_tests.__file__).resolve() == ROOT / "physical" / "runtime_tests" / "__init__.py"
 
 
+@pytest.mark.slow
 def test_no_reference_in_the_repository_is_left_unnamespaced():
     r = subprocess.run([sys.executable, str(SCRIPT), "--check"], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr

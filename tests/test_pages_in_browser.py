@@ -18,6 +18,9 @@ import pytest
 from usd_repair_verifier.commands import cli
 from tests.grade_in_process import grade_warm
 
+# Not in the inner loop (a browser per worker): the full suite and CI run them.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 CASES = ROOT / "fixtures" / "cases"
 JOB = ROOT / "fixtures" / "harbor_jobs" / "repair-bench-fixture"

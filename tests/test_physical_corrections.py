@@ -27,6 +27,7 @@ def test_the_committed_robots_are_what_the_script_builds():
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.slow
 def test_unbalanced_inertia_is_raised_to_the_least_moments_mujoco_accepts():
     loaded = _load(ROBOTS / "unbalanced_inertia_arm" / "robot.usda")
     [correction] = loaded.corrections

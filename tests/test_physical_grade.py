@@ -136,6 +136,7 @@ def ant_self(tmp_path_factory):
     return record
 
 
+@pytest.mark.slow
 def test_the_runtime_session_is_a_step_a_terminal_shows(ant_self):
     """The first run compiles the engine's kernels for about a minute: never in silence at a terminal."""
     assert [desc for desc, _ in STEPS] == ["physical: runtime tests of reference and candidate in Newton"]
@@ -375,6 +376,7 @@ def test_reversed_joint_is_an_engine_refusal_with_its_reason(tmp_path):
                for p in properties(r) if p["name"] != "loads")
 
 
+@pytest.mark.slow
 def test_a_finger_that_no_longer_collides_drops_the_box_in_the_grasp_test(tmp_path):
     """gripper_hull_and_mass's reference with the left finger's collider disabled: the gripper is
     found on the reference, its box is closed on by one finger only and falls."""

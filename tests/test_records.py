@@ -308,6 +308,7 @@ def test_leaderboard_numbers_match_hand_computation(store):
     assert len(a["episode_ids"]) == 9
 
 
+@pytest.mark.slow
 def test_report_files_are_complete_and_identical_across_runs(store, tmp_path):
     ingest(store, [JOB, PLAIN])
     first, second = tmp_path / "one", tmp_path / "two"

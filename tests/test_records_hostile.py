@@ -274,6 +274,7 @@ def test_a_report_of_an_empty_store_is_refused(tmp_path):
     assert not (tmp_path / "rep").exists()
 
 
+@pytest.mark.slow
 def test_show_into_a_closed_pipe_ends_quietly(tmp_path):
     db = tmp_path / "r.sqlite"
     assert _usdgrade("records", "ingest", str(JOB), "--db", str(db), cwd=tmp_path).returncode == 0

@@ -57,6 +57,7 @@ def test_a_case_of_another_digest_is_skipped_with_both_digests(tmp_path):
     assert grades(tmp_path / "out") == {}
 
 
+@pytest.mark.slow
 def test_an_accepted_change_still_grades_a_closed_book_trial_closed_book(tmp_path):
     """The open-book case found by id grades the trial, and its trajectory is read again: the fetch
     it recorded zeroes the reward as before, never 1.0."""
@@ -82,6 +83,7 @@ def test_a_closed_book_trial_whose_trajectory_is_gone_is_unverified(tmp_path):
     assert f"no trajectory at {job / CLEAN_TRIAL / 'agent' / 'trajectory.json'}" in grade["closed_book"]["reason"]
 
 
+@pytest.mark.slow
 def test_the_recorded_case_under_a_task_folder_is_found_and_graded_closed_book(tmp_path):
     """`usdgrade task` made the hopper task closed book: its tests/case/ is the case the trials recorded."""
     cases = tmp_path / "tasks"
@@ -96,6 +98,7 @@ def test_the_recorded_case_under_a_task_folder_is_found_and_graded_closed_book(t
     assert grade["profile"]["digest"] == recorded
 
 
+@pytest.mark.slow
 def test_the_store_checks_the_digest_and_keeps_closed_book(tmp_path):
     store_module = pytest.importorskip("usd_repair_verifier.records.store")
     from usd_repair_verifier.records.ingest import ingest

@@ -20,6 +20,9 @@ import pytest
 from usd_repair_verifier.regrade.warm import Item, WarmGrader
 from usd_repair_verifier.scoring.reward import INFRASTRUCTURE_EXIT
 
+# Not in the inner loop: Ray clusters: the regrade command's local engine runs in the inner loop (tests/test_regrade.py).
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parent.parent
 CASES = REPO / "fixtures" / "cases"
 SMALL = CASES / "gen_cartpole_1"   # the smallest case: the items cost little beside Ray

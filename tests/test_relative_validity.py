@@ -79,6 +79,7 @@ def test_roots_are_valid_where_the_reference_has_them_and_nowhere_else(tmp_path)
     assert two.objective_success is False
 
 
+@pytest.mark.slow
 def test_baxter_grades_against_itself_and_another_sensor_root_does_not(tmp_path):
     """baxter's two sensor roots (collision_head_link_1 and _2) are its own (its committed case's
     reference grades 1.0: tests/test_robot_cases.py); a third root put on another welded sensor

@@ -199,6 +199,7 @@ def _job(tmp_path: Path, submissions: dict[str, Path]) -> Path:
     return job
 
 
+@pytest.mark.slow
 def test_regrade_grades_stored_submissions_under_the_case_selection(tmp_path):
     moved = tmp_path / "moved"
     shutil.copytree(CASE / "reference", moved)

@@ -100,6 +100,7 @@ def test_a_partial_repair_in_the_selected_payload_scores_as_in_the_standard_layo
     assert [c["passed"] for c in layered.grade["checks"]] == [c["passed"] for c in flat.grade["checks"]]
 
 
+@pytest.mark.slow
 def test_a_candidate_that_selects_other_engines_is_graded_under_the_case_selection(tmp_path):
     # The honest repair (the reference) with the package's own selection moved to Newton and MuJoCo.
     moved = _select(_copy(CASE / "reference", tmp_path / "moved"), PhysX="Disabled", Newton="Enabled", MuJoCo="Enabled")
@@ -172,6 +173,7 @@ def _unselected_case(tmp_path: Path) -> Path:
     return case
 
 
+@pytest.mark.slow
 def test_a_grade_says_where_the_physics_hides(tmp_path):
     case = _unselected_case(tmp_path)
     assert grade_warm(case, case / "reference", tmp_path / "baked").reward == {"authored_usd": 1.0}
@@ -185,6 +187,7 @@ def test_a_grade_says_where_the_physics_hides(tmp_path):
     assert "not composed" in g["validity"]["layers_parse"]["reason"]
 
 
+@pytest.mark.slow
 def test_instanced_parts_are_graded_through_their_instances(tmp_path):
     from usd_repair_verifier.stage_snapshot.read import read_snapshot
 

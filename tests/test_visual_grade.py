@@ -166,6 +166,7 @@ def test_not_authorized_without_flag_or_env(graded, tmp_path):
     assert record["status"] == "graded" and record["authorization"] == {"authorized": True, "source": AUTHORIZE_ENV}
 
 
+@pytest.mark.slow
 def test_the_fake_judge_needs_no_authorization(graded, tmp_path):
     """A dry run sends nothing anywhere: --judge fake grades without --authorize, and says why."""
     record = run_visual(CASE, CASE / "reference", graded, tmp_path / "out", judge_kind="fake",
@@ -174,6 +175,7 @@ def test_the_fake_judge_needs_no_authorization(graded, tmp_path):
     assert record["authorization"] == {"authorized": True, "source": "--judge fake"}
 
 
+@pytest.mark.slow
 def test_fake_judge_grade_and_record(graded, tmp_path):
     before = graded.read_bytes()
     judge = judges.FakeJudge(rule="pass", mapping={"materials_and_colours": "fail", "surface_artefacts": "unclear"})
@@ -302,6 +304,7 @@ def test_anthropic_votes_tie_record_and_cache(graded, tmp_path):
     assert server.calls == 4 and other["cache"]["hit"] is False               # the model is in the key
 
 
+@pytest.mark.slow
 def test_majority_of_three(graded, tmp_path):
     rubric = rubrics.load()
     server = Server(_answer(rubric, "pass"), _answer(rubric, "fail"), _answer(rubric, "pass"))

@@ -22,6 +22,7 @@ def pytest_collection_finish(session):
 '''
 
 
+@pytest.mark.slow
 def test_a_grade_past_its_time_limit_writes_an_infrastructure_error_and_exits_3(case, tmp_path):
     args, env = plugin(tmp_path, "usdgrade_slow_session", SLOW_SESSION_PLUGIN)
     out = tmp_path / "out"

@@ -68,6 +68,7 @@ def _build_shared(folder: str, queue) -> None:
     queue.put((results, session.objective_gate("all_bodies").passed, len(session.measurements.results)))
 
 
+@pytest.mark.slow
 def test_two_processes_sharing_a_folder_measure_what_one_process_measures(tmp_path):
     case = load_case(CASE)
     alone = GradingSession(case, SUBMISSION)
