@@ -17,6 +17,7 @@ from pxr import Sdf
 from usd_repair_verifier.authoring.inject import root_layer_of
 from usd_repair_verifier.scoring.reward import Status
 from tests import variants
+from tests.test_hostile_preservation import assert_fails
 from tests.grade_in_process import grade
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,14 +54,6 @@ def overs(path: str, body: str, api: str | None = None) -> str:
 
 def graded(tmp_path: Path, case: str, text: str, start: Path | None = None):
     return grade(CASES / case, with_sublayer(tmp_path, start or CASES / case / "reference", text))
-
-
-def assert_fails(decision, gate: str, *words: str):
-    assert decision.status is Status.PRESERVATION_FAILED and decision.authored_usd == 0.0, decision.reasons
-    reason = next((r for r in decision.reasons if r.startswith(gate)), None)
-    assert reason is not None, decision.reasons
-    for word in words:
-        assert word in reason, reason
 
 
 def assert_keeps(decision, reward: float = 1.0):
