@@ -250,9 +250,10 @@ def faults_for_freeze(reference: Path, input_: Path, faults_file: str | None, se
         for f in detected:
             lines.append(f"found {f.id}: {f.kind} on {f.target} ({f.note})")
         for f in detection.unnamed:
-            lines.append(f"differs, but no fault kind selects it alone: {f.reason}")
-        # Nothing found: the refusal says what was compared, so it can be checked.
-        return (detected or detection.refusal()), lines
+            lines.append(f"differs, but no fault kind names it: {f.reason}")
+        # Nothing found, or a difference no fault names (the input would fail the grade's gates
+        # whatever was repaired): the refusal says what was compared and found, so it can be checked.
+        return (detection.refusal() if detection.unnamed or not detected else detected), lines
     lines.append(f"faults from {manifest.path}")
     found = {(f.kind, f.target) for f in detected}
     by_id = {f.id: f for f in manifest.faults}
@@ -319,10 +320,8 @@ def freeze_command(args: argparse.Namespace) -> int:
             with working("freeze: comparing the input with the reference"):
                 faults, lines = faults_for_freeze(reference, input_, args.faults, selections)
             print("\n".join(lines))
-            if isinstance(faults, str) or not faults:
-                compared = f" ({faults})" if isinstance(faults, str) else ""
-                return fail(f"refusing to freeze: the input does not differ from the reference in anything measured"
-                            f"{compared}", REFUSED)
+            if isinstance(faults, str):
+                return fail(f"refusing to freeze: {faults}", REFUSED)
             with working("freeze: measuring the input's errors, then grading reference and input"):
                 profile = freeze(args.id or out.name, reference, input_, out, faults,
                                  progress=labelled("grading reference and input", "grade"),

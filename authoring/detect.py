@@ -15,6 +15,12 @@ with a few seeds and measured like the input), else alike in form with near erro
 whose own checks fail most; else the family's general kind, the first in table order (a mass
 edited alone is `mass_changed`, whatever its inertia does). An edited limit (110 -> 95) is
 `joint_limits`, not `joint_limit_units`, whose injector would have turned both limits into radians.
+
+What the preservation gates find that is no measure on a target (an extra body, a gravity, a
+static collider, a simulator attribute or relationship, a joint's two bodies swapped) is a
+difference too, read by running those gates on the input with no fault declared; once the faults
+are named, the gates run again with them declared, and what they still fail is a difference no
+fault kind names: freeze refuses and says which.
 """
 from __future__ import annotations
 
@@ -25,12 +31,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from usd_repair_verifier.checks.measurement import Comparison
-from usd_repair_verifier.checks.registry import Measurements
-from usd_repair_verifier.gates.differences import every_difference
+from usd_repair_verifier.checks.registry import FAMILIES, Measurements
+from usd_repair_verifier.gates.differences import declaring, every_difference, gate_sentences
 from usd_repair_verifier.gates.exemptions import knock_on_keys
 from usd_repair_verifier.profiles.families import FaultKind
 from usd_repair_verifier.profiles.result_record import CheckResult, GateFailure
-from usd_repair_verifier.profiles.schema import Fault
+from usd_repair_verifier.profiles.errors import Refused
+from usd_repair_verifier.profiles.schema import CheckSpec, Fault
 from usd_repair_verifier.profiles.vocabulary import DEFAULT_CORRESPONDENCE, DEFAULT_SAMPLING, DEFAULT_TOLERANCES, FAULT_KINDS
 from usd_repair_verifier.stage_snapshot.correspondence import correspond
 from usd_repair_verifier.stage_snapshot.read import read_snapshot
@@ -66,10 +73,39 @@ def _measurements(reference_snapshot, package: Path, tolerances: dict) -> Measur
     return Measurements(Comparison(reference_snapshot, candidate, match, tolerances))
 
 
-def differences(measurements: Measurements) -> list[GateFailure]:
-    """What differs: the failures the grade's gates report for this input graded as a candidate
-    with no fault declared (gates/differences.py, the one definition both read)."""
-    return every_difference(measurements)
+class CheckUnmeasurable(Refused):
+    """A fault's check cannot be measured on its target (the reference does not establish it)."""
+
+
+def measured_checks(measurements: Measurements, faults: list[Fault]) -> list[CheckSpec]:
+    """Each fault's checks with the input's error on what the fault breaks (the measure alone, no
+    authoring component): what a profile records and the gates' exemptions read."""
+    specs = []
+    for fault in faults:
+        for family, measure in FAULT_KINDS[fault.kind].checks:
+            result = FAMILIES[family].MEASURES[measure](measurements.view(family, measure), fault.target)
+            if not isinstance(result, dict):
+                raise CheckUnmeasurable(f"{fault.id}: {family}.{measure} cannot be measured on {fault.target}: "
+                                        f"{result.reason}", site=fault.target)
+            specs.append(CheckSpec(id=f"{fault.id}-{family}.{measure}", fault=fault.id, family=family, measure=measure,
+                                   target=fault.target, input_error={name: c.error for name, c in result.items()}))
+    return specs
+
+
+def input_state(snapshot) -> dict:
+    """The input's counts a profile bounds the candidate's by."""
+    return {"joint_count": len(snapshot.joints), "composition_errors": len(snapshot.composition_errors)}
+
+
+def gate_differences(measurements: Measurements, faults: list[Fault], selections: dict) -> list[GateFailure]:
+    """What the preservation gates fail beyond measures on targets, for this input graded with
+    these faults declared (none: everything that differs; the found faults: what none explains)."""
+    try:
+        checks = measured_checks(measurements, faults)
+    except CheckUnmeasurable:
+        return [GateFailure(reason=f"{f.kind} on {f.target}: its checks cannot be measured") for f in faults]
+    profile = declaring(faults, checks, input_state(measurements.comparison.candidate), selections)
+    return gate_sentences(measurements, profile)
 
 
 def _failing_components(measurements: Measurements, keys: list[Key]) -> set[tuple[str, str, str]]:
@@ -117,6 +153,7 @@ class Detector:
     def __init__(self, reference: Path, input_: Path, tolerances: dict | None = None,
                  variant_selections: dict | None = None):
         self.reference, self.tolerances = Path(reference), {**DEFAULT_TOLERANCES, **(tolerances or {})}
+        self.case_selections = dict(variant_selections or {})   # as the profile will record them
         # The case's selections (and the named prims' other sets held): every stage here is read with them.
         self.selections = applied_selections(root_layer_of(self.reference), dict(variant_selections or {}))
         self.snapshot = read_snapshot(root_layer_of(self.reference), DEFAULT_SAMPLING,
@@ -192,9 +229,14 @@ class Detection:
     unnamed: list[GateFailure]   # differences that are no fault's and no fault's knock-on
 
     def refusal(self) -> str:
+        """Why nothing can be frozen from this comparison, saying what was compared."""
         if self.unnamed:
-            return f"compared {self.compared}: {len(self.unnamed)} difference(s) that no fault kind names"
-        return f"compared {self.compared}: no difference above tolerance"
+            shown = "; ".join(f.reason for f in self.unnamed[:3])
+            more = f"; and {len(self.unnamed) - 3} more" if len(self.unnamed) > 3 else ""
+            return (f"the input differs from the reference in {len(self.unnamed)} way(s) that no fault kind names "
+                    f"(compared {self.compared}): {shown}{more}")
+        return (f"the input does not differ from the reference in anything measured "
+                f"(compared {self.compared}: no difference above tolerance)")
 
 
 def compared_text(reference) -> str:
@@ -211,8 +253,12 @@ def detect(reference: Path, input_: Path, tolerances: dict | None = None,
     both composed with the case's `variant_selections`."""
     detector = Detector(reference, input_, tolerances, variant_selections)
     try:
-        found, unnamed = differences(detector.input), []
-        return Detection(_faults(detector, found, unnamed), found, compared_text(detector.snapshot), unnamed)
+        measured, unnamed = every_difference(detector.input), []
+        found = measured + gate_differences(detector.input, [], detector.case_selections)
+        faults = _faults(detector, measured, unnamed)
+        # What the gates still fail with the found faults declared is no fault's, nor any one's knock-on.
+        unnamed += gate_differences(detector.input, faults, detector.case_selections)
+        return Detection(faults, found, compared_text(detector.snapshot), unnamed)
     finally:
         detector.close()
 

@@ -15,29 +15,25 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from usd_repair_verifier.checks.measurement import Comparison
-from usd_repair_verifier.checks.registry import FAMILIES, Measurements
+from usd_repair_verifier.checks.registry import Measurements
 from usd_repair_verifier.stage_snapshot.correspondence import correspond
 from usd_repair_verifier.stage_snapshot.read import read_snapshot
 from usd_repair_verifier.stage_snapshot.variant_selections import applied_selections
 
 from usd_repair_verifier.profiles.digest import tree_digest
 from usd_repair_verifier.authoring.inject import root_layer_of
-from usd_repair_verifier.profiles.schema import (SCORING_VERSION, CheckSpec, Fault, PackageRecord, Profile, ProfileError,
+from usd_repair_verifier.profiles.schema import (SCORING_VERSION, Fault, PackageRecord, Profile, ProfileError,
                      preserved_namespaces_from_json, variant_selections_from_json)
 from usd_repair_verifier.authoring.variants import SelectionRefused, check_packages
 from usd_repair_verifier.profiles.vocabulary import DEFAULT_CORRESPONDENCE, DEFAULT_SAMPLING, DEFAULT_TOLERANCES, FAULT_KINDS
 
 from usd_repair_verifier.authoring.detect import detect_faults  # noqa: F401  (finding faults by comparison)
-from usd_repair_verifier.authoring.detect import target_kind
+from usd_repair_verifier.authoring.detect import CheckUnmeasurable, input_state, measured_checks, target_kind
 from usd_repair_verifier.profiles.errors import Refused
 
 
 class FreezeRefused(Refused):
     """The case would not grade sensibly; nothing was written."""
-
-
-def checks_for(faults: list[Fault]) -> list[tuple[Fault, str, str]]:
-    return [(f, family, measure) for f in faults for family, measure in FAULT_KINDS[f.kind].checks]
 
 
 def build_profile(case_id: str, reference: Path, input_: Path, faults: list[Fault], tolerances: dict | None = None,
@@ -56,23 +52,17 @@ def build_profile(case_id: str, reference: Path, input_: Path, faults: list[Faul
         _check_target(ref_snap, fault)
     match = correspond(ref_snap, in_snap, DEFAULT_CORRESPONDENCE["max_body_cost"], DEFAULT_CORRESPONDENCE["max_joint_cost"])
     measurements = Measurements(Comparison(ref_snap, in_snap, match, tolerances))
-    specs = []
-    for fault, family, measure in checks_for(faults):
-        # The measure alone (no authoring component): the input's error on what the fault breaks.
-        result = FAMILIES[family].MEASURES[measure](measurements.view(family, measure), fault.target)
-        if not isinstance(result, dict):
-            raise FreezeRefused(f"{fault.id}: {family}.{measure} cannot be measured on {fault.target}: {result.reason}")
-        specs.append(CheckSpec(
-            id=f"{fault.id}-{family}.{measure}", fault=fault.id, family=family, measure=measure, target=fault.target,
-            input_error={name: c.error for name, c in result.items()},
-        ))
+    try:
+        specs = measured_checks(measurements, faults)
+    except CheckUnmeasurable as error:
+        raise FreezeRefused(str(error)) from None
     return Profile(
         id=case_id, version=version, scoring_version=SCORING_VERSION,
         reference=_record(reference, ref_root), input=_record(input_, in_root),
         faults=tuple(faults), checks=tuple(specs), tolerances=tolerances,
         sampling=sampling, limits=dict(limits or {}),
         correspondence=dict(DEFAULT_CORRESPONDENCE),
-        input_state={"joint_count": len(in_snap.joints), "composition_errors": len(in_snap.composition_errors)},
+        input_state=input_state(in_snap),
         closed_book=closed_book, allowed_urls=tuple(allowed_urls),
         preserved_namespaces=_namespaces(preserved_namespaces),
         variant_selections=selections,

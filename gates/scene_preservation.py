@@ -33,6 +33,9 @@ from usd_repair_verifier.profiles.result_record import GateResult
 
 GRAVITY_TOLERANCE = 1e-3        # m/s^2 on each component of the gravity vector
 SCENE_ATTRIBUTES = ("physics:gravityDirection", "physics:gravityMagnitude")
+# A ground plane tilted by more than this is another slope: 0.05 degrees lifts a point 1 m away by 0.9 mm,
+# about the position tolerance.
+PLANE_TILT_DEG = 0.05
 
 
 def physics_scene(measurements: Measurements, profile: Profile) -> GateResult:
@@ -99,8 +102,8 @@ def static_scenery(measurements: Measurements, profile: Profile) -> GateResult:
         failures += [f"added visible part {p} (belongs to no body, nothing in the reference matches it)"
                      for p in added]
     for path, collider in ref.colliders.items():
-        if collider.body is not None:
-            continue
+        if collider.body is not None or any(("geometry", name, path) in exempt for name in ("placement", "shape")):
+            continue   # a body's, or a targeted static part's own collider, moved or reshaped with it
         got = match.colliders.get(path)
         other = cand.colliders.get(got) if got else None
         problem = "missing" if other is None else _collider_difference(collider, other, cmp.tolerances)
@@ -117,6 +120,8 @@ def _collider_difference(ref, cand, tolerances: dict) -> str:
     if (ref.shape, ref.enabled, ref.approximation) != (cand.shape, cand.enabled, cand.approximation):
         return (f"{ref.shape} enabled={ref.enabled} approximation={ref.approximation} became "
                 f"{cand.shape} enabled={cand.enabled} approximation={cand.approximation}")
+    if hasattr(ref.solid, "plane") and hasattr(cand.solid, "plane"):
+        return _plane_difference(ref.solid.plane(), cand.solid.plane(), tolerances["geometry_position_m"])
     moved = spatial.distance(ref.centroid, cand.centroid)
     if not (moved <= tolerances["geometry_position_m"]):
         return f"moved by {moved:.4g} m"
@@ -125,6 +130,17 @@ def _collider_difference(ref, cand, tolerances: dict) -> str:
             else math.inf
         if not (ratio <= math.log1p(tolerances["geometry_area_relative"])):
             return f"volume {cand.volume:.4g} m^3, the reference's {ref.volume:.4g} m^3"
+    return ""
+
+
+def _plane_difference(ref: tuple, cand: tuple, position_m: float) -> str:
+    """A ground plane (a half-space) is where its boundary is: tilted or moved along its normal,
+    not slid or spun within itself."""
+    (n_ref, d_ref), (n_cand, d_cand) = ref, cand
+    tilt = math.degrees(math.acos(max(-1.0, min(1.0, float(n_ref @ n_cand)))))
+    if not (tilt <= PLANE_TILT_DEG and abs(d_cand - d_ref) <= position_m):
+        return (f"plane {_vec(n_cand)} . x = {d_cand:.4g} m, the reference's {_vec(n_ref)} . x = {d_ref:.4g} m "
+                f"(tilted {tilt:.3g} degrees, moved {abs(d_cand - d_ref):.4g} m along its normal)")
     return ""
 
 

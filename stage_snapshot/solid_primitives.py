@@ -281,6 +281,13 @@ class _HalfSpace(_LocalSolid):
     def _local_volume(self):
         return 0.0  # replaced by inf
 
+    def plane(self) -> tuple[np.ndarray, float]:
+        """The boundary in world space as (unit outward normal n, offset d): n . w = d. Its bounds
+        are infinite, so they place it nowhere; this does, whatever in-plane move or spin it has."""
+        g = self.A_inv[:, 2]  # inside: w . g <= t . g
+        n = g / np.linalg.norm(g)
+        return n, float(self.t @ n)
+
     def _world_bounds(self):
         g = self.A_inv[:, 2]  # inside: w . g <= t . g
         lo, hi = np.full(3, -np.inf), np.full(3, np.inf)

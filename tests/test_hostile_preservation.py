@@ -132,7 +132,16 @@ def test_floor_raised(tmp_path):
     def edit(stage):
         UsdGeom.Xformable(stage.GetPrimAtPath("/ant/Geometry/floor")).AddTranslateOp(
             UsdGeom.XformOp.PrecisionDouble, "raise").Set(Gf.Vec3d(0, 0, 0.5))
-    assert_fails(submit(tmp_path, ANT, edit), "static_scenery", "floor")
+    # The plane collider itself, not only its visible surface: a half-space has no centre to move.
+    assert_fails(submit(tmp_path, ANT, edit), "static_scenery",
+                 "static collider /ant/Geometry/floor: plane (0, 0, 1) . x = 0.5 m", "moved 0.5 m along its normal")
+
+
+def test_floor_tilted(tmp_path):
+    def edit(stage):
+        UsdGeom.Xformable(stage.GetPrimAtPath("/ant/Geometry/floor")).AddRotateXOp(
+            UsdGeom.XformOp.PrecisionDouble, "tilt").Set(3.0)
+    assert_fails(submit(tmp_path, ANT, edit), "static_scenery", "static collider /ant/Geometry/floor", "tilted 3 degrees")
 
 
 def test_floor_collision_disabled(tmp_path):
