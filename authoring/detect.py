@@ -6,7 +6,9 @@ fault declared: every measure of every family on every reference target, read th
 function the gates read (gates/differences.py), so freeze and the grade cannot disagree on what
 is a difference. A failing check that the family table declares a knock-on of another failing
 check (a body's collision moved with its visible part, a deleted joint's frame and range) is that
-fault's consequence, not a fault of its own. Each target's remaining failing measures become fault
+fault's consequence, not a fault of its own, where the cause alone makes it on this asset: on
+another element, checked by making the cause alone (`Detector.brings`), so a body's own fault
+beside its part's is not excused as the part's. Each target's remaining failing measures become fault
 kinds, the kind that explains most of them (its checks and their knock-ons) first. A kind is named
 where its injector accepts the target (what `usdgrade inject --targets` lists; where none does,
 the first kind that fits, so every difference is a fault). Among kinds that explain as much: one
@@ -30,6 +32,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from pxr import Sdf, Tf
+
 from usd_repair_verifier.checks.measurement import Comparison
 from usd_repair_verifier.checks.registry import FAMILIES, Measurements
 from usd_repair_verifier.gates.differences import declaring, every_difference, gate_sentences
@@ -41,7 +45,8 @@ from usd_repair_verifier.profiles.schema import CheckSpec, Fault
 from usd_repair_verifier.profiles.vocabulary import DEFAULT_CORRESPONDENCE, DEFAULT_SAMPLING, DEFAULT_TOLERANCES, FAULT_KINDS
 from usd_repair_verifier.stage_snapshot.correspondence import correspond
 from usd_repair_verifier.stage_snapshot.read import read_snapshot
-from usd_repair_verifier.stage_snapshot.variant_selections import applied_selections
+from usd_repair_verifier.stage_snapshot.scene import is_simulator_attribute
+from usd_repair_verifier.stage_snapshot.variant_selections import applied_selections, open_selected
 
 from usd_repair_verifier.authoring.inject import InjectionError, inject, root_layer_of
 from usd_repair_verifier.authoring.inject_targets import try_inject
@@ -52,6 +57,10 @@ LIKENESS_SEEDS = (0, 1, 2)   # an injector that draws is tried with these seeds
 # A difference alike in form is near when its failing components' errors are within this share of
 # each other on average: a centre of mass moved another way (0.09), not one limit of a revolute
 # joint read as radians for one edited by 15 degrees.
+# The same bound tells a knock-on on another element from a fault of its own there: the cause
+# alone, transplanted onto the reference at the input's magnitude, makes it with errors this near
+# (two faults on one measure interplay a little: a hull over-approximated beside a part reshaped;
+# a body's own fault, a mass x1000 or a centre moved 9 cm, is far).
 NEAR = 0.5
 
 
@@ -158,8 +167,11 @@ class Detector:
         self.selections = applied_selections(root_layer_of(self.reference), dict(variant_selections or {}))
         self.snapshot = read_snapshot(root_layer_of(self.reference), DEFAULT_SAMPLING,
                                       variant_selections=self.selections)
-        self.input = _measurements(self.snapshot, Path(input_), self.tolerances)
+        self.input_path = Path(input_)
+        self.input = _measurements(self.snapshot, self.input_path, self.tolerances)
         self._scratch = Path(tempfile.mkdtemp(prefix="usdgrade-detect-"))
+        self._made: dict[tuple[str, str], list[Measurements]] = {}
+        self._transplants: dict[str, Measurements | None] = {}
 
     def close(self) -> None:
         shutil.rmtree(self._scratch, ignore_errors=True)
@@ -178,14 +190,7 @@ class Detector:
         checks = [(family, measure, target) for family, measure in kind.checks]
         reach = [(family, measure, target) for family, measure in sorted(self.reach(kind, target))]
         best = (0, 0.0)
-        for seed in LIKENESS_SEEDS:
-            out = self._scratch / f"{kind.name}-{seed}"
-            with muted():       # the copy in the scratch folder is broken on purpose
-                try:
-                    inject(self.reference, out, [(kind.name, target)], seed=seed, variant_selections=self.selections)
-                except InjectionError:
-                    return best
-                made = _measurements(self.snapshot, out, self.tolerances)
+        for made in self.made(kind, target):
             if reproduces([self.input.check(*key) for key in checks], [made.check(*key) for key in checks]):
                 return (2, 0.0)
             form = _failing_components(self.input, reach)
@@ -194,6 +199,57 @@ class Detector:
                 if distance <= NEAR:
                     best = max(best, (1, -distance))
         return best
+
+    def made(self, kind: FaultKind, target: str):
+        """The kind injected alone on the reference's target with each of LIKENESS_SEEDS, measured
+        like the input (each copy made once); none where its injector refuses."""
+        key = (kind.name, target)
+        if key not in self._made:
+            self._made[key] = []
+            for seed in LIKENESS_SEEDS:
+                out = self._scratch / f"{len(self._made)}-{seed}"
+                with muted():       # the copy in the scratch folder is broken on purpose
+                    try:
+                        inject(self.reference, out, [(kind.name, target)], seed=seed, variant_selections=self.selections)
+                    except InjectionError:
+                        break
+                    self._made[key].append(_measurements(self.snapshot, out, self.tolerances))
+        return self._made[key]
+
+    def transplanted(self, target: str) -> Measurements | None:
+        """The reference with the input's composed values of one visible part's prim (its own
+        attributes, at its matched path in the input) in a new strongest
+        sublayer, measured like the input: that part's change alone, at the input's magnitude.
+        None where the part has no match in the input or its values cannot be written."""
+        if target not in self._transplants:
+            self._transplants[target] = None
+            source_path = self.input.comparison.match.components.get(target)
+            if source_path:
+                out = self._scratch / f"transplant-{len(self._transplants)}"
+                with muted():       # both stages are read on purpose; one of them is broken
+                    try:
+                        if _transplant(self.input_path, source_path, self.reference, out, target, self.selections):
+                            self._transplants[target] = _measurements(self.snapshot, out, self.tolerances)
+                    except (InjectionError, Tf.ErrorException, OSError, ValueError, TypeError):
+                        pass
+        return self._transplants[target]
+
+    def brings(self, cause: Key, effect: Key) -> bool:
+        """A knock-on on another element is the cause's consequence on this asset only where the
+        cause alone makes it. For a visible part (whose knock-ons reach its body's collision and
+        mass), its prim's own values in the input, transplanted onto the reference, must make the
+        effect with the same failing components and near errors: a part moved changes its body's
+        centre of mass where that comes from the part's geometry, and by as much as the input's
+        does, so a body whose own centre was moved too keeps its own fault. A cause that cannot be
+        transplanted (a joint, a body: their knock-ons are their own graph's) keeps the table's word."""
+        if target_kind(self.snapshot, cause[2]) != "component":
+            return True
+        made = self.transplanted(cause[2])
+        if made is None:
+            return True
+        wanted = self.failed(effect)
+        return wanted <= set(made.check(*effect).failing()) and \
+            _distance(self.input, made, [effect]) / max(len(wanted), 1) <= NEAR
 
     def reach(self, kind: FaultKind, target: str) -> set[tuple[str, str]]:
         """The measures on the target a fault of this kind fails: its checks and their knock-ons."""
@@ -217,6 +273,45 @@ class Detector:
             tied = [k for k in tied if likeness[k.name] == closest]
         most = max(len(k.checks) for k in tied)
         return next(k for k in tied if len(k.checks) == most)
+
+
+def _transplant(source_package: Path, source_path: str, reference: Path, out: Path, target: str,
+                selections: dict) -> bool:
+    """Copy `reference` to `out` with the composed values of `source_path` in `source_package`
+    written over `target` in a new strongest sublayer: every attribute of the part's own with an
+    authored value there (one the reference authors and the source does not is blocked)."""
+    source = open_selected(root_layer_of(source_package), selections)
+    prim = source.GetPrimAtPath(source_path) if source else None
+    if prim is None or not prim.IsValid():
+        return False
+    shutil.copytree(reference, out, symlinks=True)
+    root_path = root_layer_of(out)
+    root = Sdf.Layer.FindOrOpen(str(root_path))
+    (out / "usdgrade_transplant").mkdir()
+    layer = Sdf.Layer.CreateNew(str(out / "usdgrade_transplant" / "values.usda"))
+    root.subLayerPaths.insert(0, "./usdgrade_transplant/values.usda")
+    root.Save()
+    stage = open_selected(root_path, selections)
+    stage.SetEditTarget(layer)
+    into = stage.GetPrimAtPath(target)
+    if not into.IsValid():
+        return False
+    for attribute in _geometry(prim.GetAttributes()):
+        if attribute.HasAuthoredValue():      # not a schema's fallback, which is no opinion
+            made = into.GetAttribute(attribute.GetName()) or into.CreateAttribute(
+                attribute.GetName(), attribute.GetTypeName(), attribute.IsCustom())
+            made.Set(attribute.Get())
+    for attribute in _geometry(into.GetAttributes()):
+        if attribute.HasAuthoredValue() and not prim.GetAttribute(attribute.GetName()).HasAuthoredValue():
+            attribute.Block()
+    layer.Save()
+    return True
+
+
+def _geometry(attributes):
+    """A part's own values: its shape and placement, not what a simulator reads of the same prim
+    (a part that is also a collider carries its body's collision and mass, another fault's)."""
+    return [a for a in attributes if not is_simulator_attribute(a.GetName())]
 
 
 @dataclass(frozen=True)
@@ -279,8 +374,10 @@ def _faults(detector: Detector, found: list[GateFailure], unnamed: list[GateFail
     """The faults that explain `found`; the differences no kind names are added to `unnamed`."""
     cmp = detector.input.comparison
     failing = {(f.family, f.measure, f.target) for f in found}
-    # A failure another target's failure brings with it is that fault's consequence.
-    consequences = {k for key in failing for k in knock_on_keys(cmp, key, failed=detector.failed) if k[2] != key[2]}
+    # A failure another target's failure brings with it is that fault's consequence, where the
+    # cause alone would bring it on this asset.
+    consequences = {k for key in failing for k in knock_on_keys(cmp, key, failed=detector.failed)
+                    if k[2] != key[2] and k in failing and detector.brings(key, k)}
     faults: list[Fault] = []
     for target in sorted({t for _, _, t in failing}):
         measures = {(f, m) for f, m, t in failing if t == target and (f, m, t) not in consequences}

@@ -37,18 +37,10 @@ UNGATED = {(f.name, m.name) for f in FAMILIES for m in f.measures if not (m.obje
 
 def edited(out: Path, edits: list[tuple[str, str, object]], reference: Path = XARM) -> Path:
     """The reference with `edits` (prim, attribute, value) in a new strongest sublayer."""
-    shutil.copytree(reference, out)
-    (out / "Layers").mkdir(exist_ok=True)
-    root = Sdf.Layer.FindOrOpen(str(next(out.glob("*.usda"))))
-    layer = Sdf.Layer.CreateNew(str(out / "Layers" / "hand_edit.usda"))
-    root.subLayerPaths.insert(0, "./Layers/hand_edit.usda")
-    root.Save()
-    stage = Usd.Stage.Open(root.identifier)
-    stage.SetEditTarget(layer)
-    for path, name, value in edits:
-        assert stage.GetPrimAtPath(path).GetAttribute(name).Set(value), (path, name)
-    layer.Save()
-    return out
+    def edit(stage, layer):
+        for path, name, value in edits:
+            assert stage.GetPrimAtPath(path).GetAttribute(name).Set(value), (path, name)
+    return rewritten(out, reference, edit)
 
 
 def graded_without_faults(case_path: Path, candidate: Path | None = None) -> tuple[set[tuple[str, str, str]], set[str]]:
