@@ -17,6 +17,7 @@ relative distance between the two world inertia tensors, each divided by its tra
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -47,22 +48,30 @@ def _pair(cmp: Comparison, target: str, prop: str):
     return ref, cand
 
 
-def mass(cmp: Comparison, target: str):
-    pair = _pair(cmp, target, "mass")
-    if isinstance(pair, Unmeasured):
-        return pair
-    ref, cand = pair
+def _measure_of(prop: str):
+    """A measure of prop, called as measure(cmp, target, reference MassProperties, candidate
+    MassProperties or None); Unmeasured where _pair says so."""
+    def decorate(measure):
+        @functools.wraps(measure)
+        def measured(cmp: Comparison, target: str):
+            pair = _pair(cmp, target, prop)
+            if isinstance(pair, Unmeasured):
+                return pair
+            return measure(cmp, target, *pair)
+        return measured
+    return decorate
+
+
+@_measure_of("mass")
+def mass(cmp: Comparison, target: str, ref, cand):
     tol = math.log1p(cmp.tolerances["mass_relative"])
     if cand is None:
         return {"mass": Component(MAX_LOG_RATIO, tol, ref.mass, None, unit="log_ratio", value_unit="kg")}
     return {"mass": Component(log_ratio(ref.mass, cand.mass), tol, ref.mass, cand.mass, unit="log_ratio", value_unit="kg")}
 
 
-def center_of_mass(cmp: Comparison, target: str):
-    pair = _pair(cmp, target, "center_of_mass")
-    if isinstance(pair, Unmeasured):
-        return pair
-    ref, cand = pair
+@_measure_of("center_of_mass")
+def center_of_mass(cmp: Comparison, target: str, ref, cand):
     tol = cmp.tolerances["com_m"]
     if cand is None:
         return {"offset_m": Component(math.inf, tol, list(ref.center_of_mass), None, unit="m", value_unit="m")}
@@ -72,11 +81,8 @@ def center_of_mass(cmp: Comparison, target: str):
     return {"offset_m": Component(d, tol, list(ref.center_of_mass), list(cand.center_of_mass), unit="m", value_unit="m")}
 
 
-def inertia(cmp: Comparison, target: str):
-    pair = _pair(cmp, target, "inertia")
-    if isinstance(pair, Unmeasured):
-        return pair
-    ref, cand = pair
+@_measure_of("inertia")
+def inertia(cmp: Comparison, target: str, ref, cand):
     tol = math.log1p(cmp.tolerances["inertia_relative"])
     ref_moments = sorted(ref.principal_inertia)
     if cand is None:
@@ -115,16 +121,13 @@ def _normalized_tensor(props):
     return tensor / trace
 
 
-def inertia_orientation(cmp: Comparison, target: str):
+@_measure_of("inertia")
+def inertia_orientation(cmp: Comparison, target: str, ref, cand):
     """How the inertia is oriented and distributed, whatever its size: the relative Frobenius
     distance between the two world tensors, each divided by its trace. A principal frame turned
     where the moments differ, or moments permuted among the body's axes, moves it; a rotation
     about an axis of equal moments (no physical change) does not, and neither does a scale
     common to every moment (the inertia measure's)."""
-    pair = _pair(cmp, target, "inertia")
-    if isinstance(pair, Unmeasured):
-        return pair
-    ref, cand = pair
     tol = cmp.tolerances["inertia_relative"]
     ref_tensor = _normalized_tensor(ref)
     if ref_tensor is None:

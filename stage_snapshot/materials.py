@@ -53,6 +53,7 @@ from dataclasses import dataclass
 
 from pxr import Sdf, Usd, UsdGeom, UsdPhysics, UsdShade
 
+from .scene import plain
 from .texture_digest import texture_digest
 
 __all__ = [
@@ -130,34 +131,19 @@ class PhysicsMaterial:
 # ---------------------------------------------------------------------------
 
 def _plain(value):
-    """A Usd value as plain Python: float, str or a tuple of floats."""
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return float(value)
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str):
-        return value
-    if isinstance(value, Sdf.AssetPath):
-        return value.path
-    try:
-        seq = list(value)
-    except TypeError:
+    """A Usd value as plain Python: float, str or a tuple of floats (a one-element array, as a
+    constant primvar is: its element; a sequence of anything but numbers: its str)."""
+    if type(value).__module__.startswith("pxr.Vt") and hasattr(value, "__len__") and not isinstance(value, tuple):
+        try:
+            items = list(value)
+        except TypeError:
+            items = None
+        if items is not None and len(items) == 1:
+            return _plain(items[0])
+    flat = plain(value)
+    if isinstance(flat, tuple) and not all(isinstance(p, float) for p in flat):
         return str(value)
-    if len(seq) == 1 and not isinstance(value, tuple) and hasattr(value, "__len__") \
-            and type(value).__module__.startswith("pxr.Vt"):
-        return _plain(seq[0])          # a one-element array (constant primvar)
-    out = []
-    for item in seq:
-        p = _plain(item)
-        if isinstance(p, tuple):
-            out.extend(p)
-        elif isinstance(p, float):
-            out.append(p)
-        else:
-            return str(value)
-    return tuple(out)
+    return flat
 
 
 def _shader_id(shader: UsdShade.Shader) -> str:

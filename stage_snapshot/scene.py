@@ -89,15 +89,16 @@ def compared_here(name: str, namespaces: tuple[str, ...] = ()) -> bool:
         and not name.startswith(MEASURED_PREFIXES)
 
 
-def plain_value(value, name: str, mpu: float, kgpu: float):
-    """A comparable plain value: floats (in SI where the schema gives a unit), tuples, strings."""
+def plain(value, number=float):
+    """A Usd value as plain Python: None, a float (a bool's, or `number` of a number), a string (an
+    asset path's path), the str of anything else that is not a sequence, or a sequence's items so
+    read, flattened into one tuple."""
     if value is None:
         return None
     if isinstance(value, bool):
         return float(value)
     if isinstance(value, (int, float)):
-        metres, kilograms = SCHEMA_UNITS.get(name, (0, 0))
-        return float(value) * mpu ** metres * kgpu ** kilograms
+        return number(value)
     if isinstance(value, str):
         return value
     if isinstance(value, Sdf.AssetPath):
@@ -108,9 +109,15 @@ def plain_value(value, name: str, mpu: float, kgpu: float):
         return str(value)
     out = []
     for item in items:
-        p = plain_value(item, name, mpu, kgpu)
+        p = plain(item, number)
         out.extend(p) if isinstance(p, tuple) else out.append(p)
     return tuple(out)
+
+
+def plain_value(value, name: str, mpu: float, kgpu: float):
+    """A comparable plain value: floats (in SI where the schema gives a unit), tuples, strings."""
+    metres, kilograms = SCHEMA_UNITS.get(name, (0, 0))
+    return plain(value, lambda number: float(number) * mpu ** metres * kgpu ** kilograms)
 
 
 def prim_attributes(prim: Usd.Prim, mpu: float, kgpu: float, namespaces: tuple[str, ...] = ()) -> dict[str, object]:

@@ -15,6 +15,17 @@ def no_network(monkeypatch):
     monkeypatch.setattr(socket, "create_connection", refuse)
 
 
+@pytest.fixture
+def written_records_match(tmp_path):
+    """Call with (file name, pydantic model): at teardown, every file of that name the test made
+    a grade write below tmp_path is what its model (and the published JSON Schema) describes."""
+    records = []
+    yield lambda name, model: records.append((name, model))
+    for name, model in records:
+        for path in tmp_path.rglob(name):
+            model.model_validate_json(path.read_bytes())
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _child_sessions_without_hypothesis():
     """Child pytest sessions load the plugins the operator's command would: in the checkout only

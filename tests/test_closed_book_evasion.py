@@ -44,6 +44,12 @@ SHAPES = {
 }
 
 
+@pytest.fixture(params=sorted(SHAPES))
+def shape(request) -> str:
+    """A test of a command runs it in every agent's trajectory shape."""
+    return request.param
+
+
 def _run(tmp_path: Path, calls: list[tuple[str, dict]], name: str = "trajectory.json") -> Path:
     steps = [{"step_id": 1, "source": "user", "message": "repair /app"}]
     steps += [{"step_id": i + 2, "source": "agent", "message": "",
@@ -87,7 +93,6 @@ ASSEMBLED = [
 ]
 
 
-@pytest.mark.parametrize("shape", sorted(SHAPES))
 @pytest.mark.parametrize("command, host", ASSEMBLED)
 def test_an_assembled_url_is_a_url(tmp_path, shape, command, host):
     assert_violation(verdict_of(tmp_path, command, shape), "url", host)
@@ -112,15 +117,14 @@ def test_the_inputs_own_url_fetched_through_a_list_of_arguments_is_a_violation(t
     assert clean.status == closed_book.CLEAN, clean.violations
 
 
-@pytest.mark.parametrize("command, host", [
+# An scp-style remote without a user is a URL.
+SCP_STYLE_REMOTES = [
     ("git clone github.com:google-deepmind/mujoco_menagerie.git", "github.com"),
     ("git clone gitlab.kitware.com:org/repo", "gitlab.kitware.com"),
     ("git remote add m bitbucket.org:org/repo.git && git fetch m", "bitbucket.org"),
     ("rsync -a huggingface.co:models/ant/ ./ant", "huggingface.co"),
     ("git clone git@github.com:org/repo.git", "github.com"),
-])
-def test_an_scp_style_remote_without_a_user_is_a_url(tmp_path, command, host):
-    assert_violation(verdict_of(tmp_path, command), "url", host)
+]
 
 
 @pytest.mark.parametrize("command", [
@@ -150,7 +154,8 @@ def test_the_spellings_of_loopback(address, local):
     assert addresses.is_local(f"http://{host}/x") is local
 
 
-@pytest.mark.parametrize("command, host", [
+# A local address is local only while nothing redirects it.
+REDIRECTED_LOCAL_ADDRESSES = [
     ("curl --connect-to localhost:443:real.host:443 https://localhost/ant.xml", "real.host"),
     ("curl --connect-to localhost:443:raw.githubusercontent.com:443 https://localhost/o/ant.xml", "raw.githubusercontent"),
     ("curl --resolve localhost:443:185.199.108.133 https://localhost/o/ant.xml", "185.199.108.133"),
@@ -163,8 +168,11 @@ def test_the_spellings_of_loopback(address, local):
     ("wget -e use_proxy=yes -e http_proxy=10.1.2.3:3128 http://localhost/ant.xml", "10.1.2.3"),
     ('echo "185.199.108.133 localhost" | sudo tee -a /etc/hosts', "185.199.108.133"),
     ("echo '185.199.108.133 mirror' >> /etc/hosts && curl http://mirror/ant.xml", "185.199.108.133"),
-])
-def test_a_local_address_is_local_only_while_nothing_redirects_it(tmp_path, command, host):
+]
+
+
+@pytest.mark.parametrize("command, host", SCP_STYLE_REMOTES + REDIRECTED_LOCAL_ADDRESSES)
+def test_a_host_reached_in_another_spelling_than_a_url_is_a_url(tmp_path, command, host):
     assert_violation(verdict_of(tmp_path, command), "url", host)
 
 
@@ -189,7 +197,6 @@ def test_a_local_address_is_local_only_while_nothing_redirects_it(tmp_path, comm
     "python3 -c 'from huggingface_hub import hf_hub_download; hf_hub_download(\"org/ant\", \"ant.xml\")'",
     "node -e \"fetch('h'+'ttps://x').then(r=>r.text())\"",
 ])
-@pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_a_network_client_that_names_no_local_address_is_a_violation(tmp_path, command, shape):
     assert_violation(verdict_of(tmp_path, command, shape), ("network_command", "url"))
 
@@ -218,7 +225,6 @@ def test_a_network_client_written_into_a_script_is_a_violation(tmp_path):
     "echo 'version 1.2.3.4' && python3 -m pytest -q",
     "grep -rn host: /app || true",
 ])
-@pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_ordinary_commands_stay_clean(tmp_path, command, shape):
     v = verdict_of(tmp_path, command, shape)
     assert v.status == closed_book.CLEAN, v.violations

@@ -160,15 +160,6 @@ def root_of(pkg: Path) -> Path:
     return next(p for p in pkg.iterdir() if p.suffix.lower() in (".usd", ".usda", ".usdc", ".usdz"))
 
 
-def write(path: Path, data: str | bytes) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(data, bytes):
-        path.write_bytes(data)
-    else:
-        path.write_text(data)
-    return path
-
-
 def add_to_root_text(pkg: Path, text: str) -> None:
     """Append prims (usda text) to the root layer."""
     root = root_of(pkg)
@@ -414,7 +405,7 @@ def _symlinked_folder_outside(pkg, tmp):
 
 def _usdz_member_escape(pkg, tmp):
     variants.write_usdz(pkg / "assets" / "parts.usdz", {"parts.usda": '#usda 1.0\ndef Xform "Part"\n{\n}\n'})
-    write(pkg / "assets" / "secret.usda", '#usda 1.0\ndef Xform "Secret"\n{\n}\n')  # exists, but not in the zip
+    variants.write_file(pkg / "assets" / "secret.usda", '#usda 1.0\ndef Xform "Secret"\n{\n}\n')  # exists, but not in the zip
     add_to_root_text(pkg, 'def Xform "Extra" (\n    prepend references = @./assets/parts.usdz[../secret.usda]@</Secret>\n)\n{\n}')
     return pkg
 
@@ -460,7 +451,7 @@ def plant_results(pkg: Path, value: float) -> dict[str, bytes]:
     for rel in AGENT_FILES:
         body = {"authored_usd": value} if rel.endswith("reward.json") else {
             "status": "graded", "authored_usd": value, "objective_success": True}
-        planted[rel] = write(pkg / rel, json.dumps(body)).read_bytes()
+        planted[rel] = variants.write_file(pkg / rel, json.dumps(body)).read_bytes()
     return planted
 
 
@@ -488,17 +479,20 @@ class Structure:
     words: tuple[str, ...]
 
 
-def _two_roots(tmp):
-    pkg = copy_of(ANT, "reference", tmp)
-    shutil.copy2(pkg / "ant.usda", pkg / "ant_fixed.usda")
-    return pkg
+def ant_copy_edited(edit: Callable[[Path], None]) -> Callable[[Path], Path]:
+    """A submission builder (tmp_path -> submission): the ant case's reference copied into
+    tmp_path, then edit(package)."""
+    def build(tmp: Path) -> Path:
+        pkg = copy_of(ANT, "reference", tmp)
+        edit(pkg)
+        return pkg
+    return build
 
 
-def _no_root(tmp):
-    pkg = copy_of(ANT, "reference", tmp)
+@ant_copy_edited
+def _no_root(pkg):
     (pkg / "root").mkdir()
     shutil.move(pkg / "ant.usda", pkg / "root" / "ant.usda")
-    return pkg
 
 
 def _empty_folder(tmp):
@@ -510,82 +504,62 @@ def _does_not_exist(tmp):
     return tmp / "no_such_submission"
 
 
-def _malformed_root(tmp):
-    pkg = copy_of(ANT, "reference", tmp)
+@ant_copy_edited
+def _malformed_root(pkg):
     text = (pkg / "ant.usda").read_text()
     (pkg / "ant.usda").write_text(text[: len(text) // 2])  # cut in the middle of a prim
-    return pkg
 
 
-def _random_bytes_usdc(tmp):
-    pkg = copy_of(ANT, "reference", tmp)
+@ant_copy_edited
+def _random_bytes_usdc(pkg):
     (pkg / "ant.usda").unlink()
-    write(pkg / "root.usdc", random.Random(4).randbytes(4096))
-    return pkg
+    variants.write_file(pkg / "root.usdc", random.Random(4).randbytes(4096))
 
 
-def _empty_root(tmp):
-    pkg = copy_of(ANT, "reference", tmp)
-    (pkg / "ant.usda").write_text("")
-    return pkg
-
-
-def _self_sublayer(tmp):
-    pkg = copy_of(ANT, "reference", tmp)
-    add_sublayer(pkg, "./ant.usda")
-    return pkg
-
-
-def _usdz_root_not_a_zip(tmp):
-    pkg = copy_of(ANT, "reference", tmp)
-    shutil.move(pkg / "ant.usda", pkg / "ant.usdz")
-    return pkg
-
-
-def _billion_points_crate(tmp):
-    pkg = copy_of(ANT, "reference", tmp)
+@ant_copy_edited
+def _billion_points_crate(pkg):
     (pkg / "geo").mkdir()
     variants.crate_claiming_points(pkg / "geo" / "hull.usdc", 5000, 1_000_000_000)
     assert (pkg / "geo" / "hull.usdc").stat().st_size < 10_000
     add_to_root_text(pkg, 'def "Hull" (\n    prepend references = @./geo/hull.usdc@</M>\n)\n{\n}')
-    return pkg
 
 
-def _sparse_2gb(tmp):
-    pkg = copy_of(ANT, "reference", tmp)
+@ant_copy_edited
+def _sparse_2gb(pkg):
     with open(pkg / "Payload" / "cache.bin", "wb") as fh:
         fh.truncate(2 * 1024**3)
-    return pkg
 
 
-def _fifo(tmp):
+@ant_copy_edited
+def _fifo(pkg):
     # Named and sublayered like a layer: opening it would block USD forever.
-    pkg = copy_of(ANT, "reference", tmp)
     os.mkfifo(pkg / "Payload" / "pipe.usda")
     add_sublayer(pkg, "./Payload/pipe.usda")
-    return pkg
 
 
 def _nested_prims(depth: int):
-    def build(tmp):
-        pkg = copy_of(ANT, "reference", tmp)
+    @ant_copy_edited
+    def build(pkg):
         text = "#usda 1.0\n" + "".join('def "N" {\n' for _ in range(depth)) + "}\n" * depth
-        write(pkg / "deep" / "nest.usda", text)
+        variants.write_file(pkg / "deep" / "nest.usda", text)
         add_sublayer(pkg, "./deep/nest.usda")
-        return pkg
     return build
 
 
 STRUCTURES = {
-    "two_root_layers": Structure(_two_roots, "single_root_layer", ("ant.usda", "ant_fixed.usda")),
+    "two_root_layers": Structure(ant_copy_edited(lambda pkg: shutil.copy2(pkg / "ant.usda", pkg / "ant_fixed.usda")),
+                                 "single_root_layer", ("ant.usda", "ant_fixed.usda")),
     "no_root_layer_only_a_subfolder": Structure(_no_root, "single_root_layer", ("no root layer",)),
     "empty_folder": Structure(_empty_folder, "single_root_layer", ("empty",)),
     "submission_does_not_exist": Structure(_does_not_exist, "local_package", ("no_such_submission", "does not exist")),
     "malformed_root_usda": Structure(_malformed_root, "layers_parse", ("ant.usda",)),
     "random_bytes_root_usdc": Structure(_random_bytes_usdc, "layers_parse", ("root.usdc",)),
-    "empty_root_usda": Structure(_empty_root, "layers_parse", ("ant.usda", "does not parse")),
-    "root_sublayers_itself": Structure(_self_sublayer, "layers_parse", ("ant.usda", "sublayers itself")),
-    "usdz_root_not_a_zip": Structure(_usdz_root_not_a_zip, "layers_parse", ("ant.usdz", "zip")),
+    "empty_root_usda": Structure(ant_copy_edited(lambda pkg: (pkg / "ant.usda").write_text("")), "layers_parse",
+                                 ("ant.usda", "does not parse")),
+    "root_sublayers_itself": Structure(ant_copy_edited(lambda pkg: add_sublayer(pkg, "./ant.usda")), "layers_parse",
+                                       ("ant.usda", "sublayers itself")),
+    "usdz_root_not_a_zip": Structure(ant_copy_edited(lambda pkg: shutil.move(pkg / "ant.usda", pkg / "ant.usdz")),
+                                     "layers_parse", ("ant.usdz", "zip")),
     "crate_claims_a_billion_points": Structure(_billion_points_crate, "layers_parse", ("geo/hull.usdc", "points")),
     "sparse_2gb_file": Structure(_sparse_2gb, "resource_limits", ("Payload/cache.bin",)),
     "fifo_sublayered": Structure(_fifo, "resource_limits", ("Payload/pipe.usda", "FIFO")),

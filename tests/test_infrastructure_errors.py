@@ -179,15 +179,19 @@ def plugin(tmp_path: Path, name: str, source: str) -> tuple[tuple[str, ...], dic
     return ("-p", name), {"PYTHONPATH": pythonpath}
 
 
+def _grade_in_workers_with(tmp_path: Path, name: str, source: str):
+    """A copy of the case's input graded under `-n 2` with the plugin loaded: (result, out folder)."""
+    case = tmp_path / "case"
+    shutil.copytree(CASES / CASE, case, symlinks=True)
+    args, env = plugin(tmp_path, name, source)
+    out = tmp_path / "out"
+    return grade(case, case / "input", out, "-n", "2", *args, env=env), out
+
+
 @pytest.fixture(scope="module")
 def crashed_worker_run(tmp_path_factory):
     """One `-n 2` grade in which a worker process dies inside the all_joints gate test."""
-    tmp_path = tmp_path_factory.mktemp("crash")
-    case = tmp_path / "case"
-    shutil.copytree(CASES / CASE, case, symlinks=True)
-    args, env = plugin(tmp_path, "usdgrade_crash_worker", CRASH_PLUGIN)
-    out = tmp_path / "out"
-    r = grade(case, case / "input", out, "-n", "2", *args, env=env)
+    r, out = _grade_in_workers_with(tmp_path_factory.mktemp("crash"), "usdgrade_crash_worker", CRASH_PLUGIN)
     assert "crashed" in (r.stdout + r.stderr).lower(), debug(r)  # the plugin really killed a worker
     return r, out
 
@@ -216,12 +220,7 @@ def test_check_that_raises_instead_of_measuring(case, submission, tmp_path):
 
 @pytest.fixture(scope="module")
 def raised_in_worker_run(tmp_path_factory):
-    tmp_path = tmp_path_factory.mktemp("raise")
-    case = tmp_path / "case"
-    shutil.copytree(CASES / CASE, case, symlinks=True)
-    args, env = plugin(tmp_path, "usdgrade_raise_check", RAISE_PLUGIN)
-    out = tmp_path / "out"
-    return grade(case, case / "input", out, "-n", "2", *args, env=env), out
+    return _grade_in_workers_with(tmp_path_factory.mktemp("raise"), "usdgrade_raise_check", RAISE_PLUGIN)
 
 
 @pytest.mark.slow

@@ -431,58 +431,40 @@ def test_local_pose_and_dims_match_usdphysics_parser():
 # ---------------------------------------------------------------- establishment
 
 
-@pytest.mark.parametrize(
-    "pattern, expected",
-    [
-        ("nothing", (False, False, False)),
-        ("body mass", (True, True, True)),
-        ("body density", (True, True, True)),
-        ("body com", (False, True, False)),
-        ("body inertia", (False, False, True)),
-        ("body zero inertia", (False, False, False)),
-        ("collider mass", (True, True, True)),
-        ("collider density", (True, True, True)),
-        ("collider com", (False, True, False)),
-        ("material density", (True, True, True)),
-        ("material zero density", (False, False, False)),
-        ("negative body mass", (False, False, False)),
-        ("mass without MassAPI", (False, False, False)),
-        ("disabled collider density", (False, False, False)),
-    ],
-)
-def test_established_flags(pattern, expected):
+def _disabled_collider_density(s, b, c):
+    # the API skips colliders with collisionEnabled = false
+    d = collider(s, "/b/d", size=1.0)
+    mass_api(d, density=3.0)
+    UsdPhysics.CollisionAPI(d).CreateCollisionEnabledAttr(False)
+
+
+# what is authored on a stage of one body b with one collider c -> (mass, centre of mass, inertia) established
+ESTABLISHMENT = {
+    "nothing": (lambda s, b, c: None, (False, False, False)),
+    "body mass": (lambda s, b, c: mass_api(b, mass=3.0), (True, True, True)),
+    "body density": (lambda s, b, c: mass_api(b, density=3.0), (True, True, True)),
+    "body com": (lambda s, b, c: mass_api(b, centerOfMass=Gf.Vec3f(0, 0, 0)), (False, True, False)),
+    "body inertia": (lambda s, b, c: mass_api(b, diagonalInertia=Gf.Vec3f(1, 1, 1)), (False, False, True)),
+    "body zero inertia": (lambda s, b, c: mass_api(b, diagonalInertia=Gf.Vec3f(0, 0, 0)), (False, False, False)),
+    "collider mass": (lambda s, b, c: mass_api(c, mass=3.0), (True, True, True)),
+    "collider density": (lambda s, b, c: mass_api(c, density=3.0), (True, True, True)),
+    "collider com": (lambda s, b, c: mass_api(c, centerOfMass=Gf.Vec3f(0.1, 0, 0)), (False, True, False)),
+    "material density": (lambda s, b, c: physics_material(s, density=3.0, bind_to=[c]), (True, True, True)),
+    "material zero density": (lambda s, b, c: physics_material(s, density=0.0, bind_to=[c]), (False, False, False)),
+    "negative body mass": (lambda s, b, c: mass_api(b, mass=-3.0), (False, False, False)),
+    "mass without MassAPI": (lambda s, b, c: b.CreateAttribute("physics:mass", Sdf.ValueTypeNames.Float).Set(3.0),
+                             (False, False, False)),
+    "disabled collider density": (_disabled_collider_density, (False, False, False)),
+}
+
+
+@pytest.mark.parametrize("pattern", list(ESTABLISHMENT))
+def test_established_flags(pattern):
+    author, expected = ESTABLISHMENT[pattern]
     s = make_stage(1.0)
     b = body(s)
     c = collider(s, "/b/c", size=1.0)
-    if pattern == "body mass":
-        mass_api(b, mass=3.0)
-    elif pattern == "body density":
-        mass_api(b, density=3.0)
-    elif pattern == "body com":
-        mass_api(b, centerOfMass=Gf.Vec3f(0, 0, 0))
-    elif pattern == "body inertia":
-        mass_api(b, diagonalInertia=Gf.Vec3f(1, 1, 1))
-    elif pattern == "body zero inertia":
-        mass_api(b, diagonalInertia=Gf.Vec3f(0, 0, 0))
-    elif pattern == "collider mass":
-        mass_api(c, mass=3.0)
-    elif pattern == "collider density":
-        mass_api(c, density=3.0)
-    elif pattern == "collider com":
-        mass_api(c, centerOfMass=Gf.Vec3f(0.1, 0, 0))
-    elif pattern == "material density":
-        physics_material(s, density=3.0, bind_to=[c])
-    elif pattern == "material zero density":
-        physics_material(s, density=0.0, bind_to=[c])
-    elif pattern == "negative body mass":
-        mass_api(b, mass=-3.0)
-    elif pattern == "mass without MassAPI":
-        b.CreateAttribute("physics:mass", Sdf.ValueTypeNames.Float).Set(3.0)
-    elif pattern == "disabled collider density":
-        # the API skips colliders with collisionEnabled = false
-        d = collider(s, "/b/d", size=1.0)
-        mass_api(d, density=3.0)
-        UsdPhysics.CollisionAPI(d).CreateCollisionEnabledAttr(False)
+    author(s, b, c)
     mp = body_mass_properties(s, "/b")
     got = (mp.established["mass"], mp.established["center_of_mass"], mp.established["inertia"])
     assert got == expected

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics, UsdShade, UsdUtils
 
+from fixtures import build_assets
 from usd_repair_verifier.checks.materials import LARGE_ERROR, compare_physics, compare_visual
 from usd_repair_verifier.stage_snapshot import materials as M
 from usd_repair_verifier.stage_snapshot import texture_digest as T
@@ -68,18 +69,9 @@ def bind(prim_or_schema, material, purpose=UsdShade.Tokens.allPurpose,
 
 
 def textured_material(stage, path, file: str, roughness=0.6):
-    mat, sh = preview_material(stage, path, roughness=roughness)
-    reader = UsdShade.Shader.Define(stage, f"{path}/St")
-    reader.CreateIdAttr("UsdPrimvarReader_float2")
-    reader.CreateInput("varname", Sdf.ValueTypeNames.String).Set("st")
-    tex = UsdShade.Shader.Define(stage, f"{path}/Tex")
-    tex.CreateIdAttr("UsdUVTexture")
-    tex.CreateInput("file", Sdf.ValueTypeNames.Asset).Set(Sdf.AssetPath(file))
-    tex.CreateInput("st", Sdf.ValueTypeNames.Float2).ConnectToSource(
-        reader.ConnectableAPI().CreateOutput("result", Sdf.ValueTypeNames.Float2))
-    sh.CreateInput("diffuseColor", Sdf.ValueTypeNames.Color3f).ConnectToSource(
-        tex.ConnectableAPI().CreateOutput("rgb", Sdf.ValueTypeNames.Float3))
-    return mat
+    """A preview surface whose diffuse colour is `file` read at the st primvar, authored as the
+    fixture packages author theirs."""
+    return build_assets.preview_material(stage, path, (0.5, 0.5, 0.5), roughness, 0.0, texture=file)
 
 
 def physics_mat(stage, path, *, api=True, sf=None, df=None, rest=None, density=None):

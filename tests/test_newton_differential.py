@@ -207,29 +207,22 @@ def _colliders(prims) -> list[Usd.Prim]:
     return [p for p in prims if p.HasAPI(UsdPhysics.CollisionAPI)]
 
 
-def _host_kind(schema: str) -> str:
-    """What kind of prim a schema that the fixture applies nowhere would be applied to."""
-    for words, kind in ((("Scene",), "scene"), (("Material",), "material"), (("Collision",), "collider"),
-                        (("Joint", "Mimic", "Drive", "Limit"), "joint"), (("ArticulationRoot",), "root"),
-                        (("Mass", "RigidBody", "FilteredPairs", "Deformable"), "body")):
+# The prims a schema that the fixture applies nowhere would be applied to: the first row naming a
+# word of the schema's name.
+HOSTS = (
+    (("Scene",), lambda p: p.IsA(UsdPhysics.Scene)),
+    (("Material",), lambda p: p.HasAPI(UsdPhysics.MaterialAPI)),
+    (("Collision",), lambda p: p.HasAPI(UsdPhysics.CollisionAPI)),
+    (("Joint", "Mimic", "Drive", "Limit"), lambda p: p.IsA(UsdPhysics.Joint)),
+    (("ArticulationRoot",), lambda p: p.HasAPI(UsdPhysics.ArticulationRootAPI)),
+    (("Mass", "RigidBody", "FilteredPairs", "Deformable"), lambda p: p.HasAPI(UsdPhysics.RigidBodyAPI)),
+)
+
+
+def _hosts(prims: list[Usd.Prim], schema: str) -> list[Usd.Prim]:
+    for words, hosts in HOSTS:
         if any(w in schema for w in words):
-            return kind
-    return ""
-
-
-def _hosts(prims: list[Usd.Prim], kind: str) -> list[Usd.Prim]:
-    if kind == "scene":
-        return [p for p in prims if p.IsA(UsdPhysics.Scene)]
-    if kind == "material":
-        return [p for p in prims if p.HasAPI(UsdPhysics.MaterialAPI)]
-    if kind == "collider":
-        return _colliders(prims)
-    if kind == "joint":
-        return [p for p in prims if p.IsA(UsdPhysics.Joint)]
-    if kind == "root":
-        return [p for p in prims if p.HasAPI(UsdPhysics.ArticulationRootAPI)]
-    if kind == "body":
-        return _bodies(prims)
+            return [p for p in prims if hosts(p)]
     return []
 
 
@@ -451,7 +444,7 @@ def mutation_for(row: table.Row, stage: Usd.Stage, targeted: set[str], rng: rand
         return Mutation(row, where, says, make)
     hosts = [(p, i) for p in prims for i in _has_schema(p, row.schema)]
     if not hosts:
-        candidates = _hosts(prims, _host_kind(row.schema))
+        candidates = _hosts(prims, row.schema)
         if Usd.SchemaRegistry.GetSchemaKind(_schema_type(row.schema)) == Usd.SchemaKind.MultipleApplyAPI:
             candidates = [p for p in candidates if p.IsA(UsdPhysics.RevoluteJoint) or p.IsA(UsdPhysics.PrismaticJoint)]
             hosts = [(p, "angular" if p.IsA(UsdPhysics.RevoluteJoint) else "linear") for p in candidates]

@@ -50,12 +50,8 @@ pytestmark = pytest.mark.usefixtures("forked_runtime_sessions")
 
 
 @pytest.fixture(autouse=True)
-def every_physical_json_written_matches_its_model(tmp_path):
-    """Whatever a test made the grade write, physical.json is what its model (and the published
-    JSON Schema) describes."""
-    yield
-    for path in tmp_path.rglob(PHYSICAL_FILE):
-        PhysicalRecord.model_validate_json(path.read_bytes())
+def every_physical_json_written_matches_its_model(written_records_match):
+    written_records_match(PHYSICAL_FILE, PhysicalRecord)
 
 
 def properties(record: dict) -> list[dict]:

@@ -32,6 +32,16 @@ def _copy(source: Path, dest: Path) -> Path:
     return dest
 
 
+def _edited_reference(dest: Path, *replacements: tuple[str, str]) -> Path:
+    """A copy of the reference with each (old, new) replaced in its root layer's text."""
+    root = _copy(CASE / "reference", dest) / "gripper.usda"
+    text = root.read_text()
+    for old, new in replacements:
+        text = text.replace(old, new)
+    root.write_text(text)
+    return dest
+
+
 def _select(package: Path, **choices: str) -> Path:
     """Author the package's own selections in its root layer (what an agent may edit)."""
     root = package / "gripper.usda"
@@ -118,11 +128,9 @@ def test_a_candidate_that_selects_other_engines_is_graded_under_the_case_selecti
 
 def test_a_candidate_without_the_selected_variant_fails_preservation(tmp_path):
     # Same physics composed, but the variant set the case selects is renamed away.
-    renamed = _copy(CASE / "reference", tmp_path / "renamed")
-    root = renamed / "gripper.usda"
-    root.write_text(root.read_text().replace('variantSet "PhysX"', 'variantSet "PhysXEngine"')
-                    .replace('"PhysX", "Newton"', '"PhysXEngine", "Newton"')
-                    .replace('string PhysX = "Disabled"', 'string PhysXEngine = "Enabled"'))
+    renamed = _edited_reference(tmp_path / "renamed", ('variantSet "PhysX"', 'variantSet "PhysXEngine"'),
+                                ('"PhysX", "Newton"', '"PhysXEngine", "Newton"'),
+                                ('string PhysX = "Disabled"', 'string PhysXEngine = "Enabled"'))
     r = grade_warm(CASE, renamed, tmp_path / "out")
     g = r.grade
     assert g["status"] == "preservation_failed" and r.reward == {"authored_usd": 0.0}
@@ -136,23 +144,19 @@ def test_a_candidate_without_the_selected_variant_fails_preservation(tmp_path):
 def test_a_renamed_default_prim_lacks_the_selection(tmp_path):
     """A selection is keyed by the reference's prim path: a candidate that renames that prim no
     longer takes it (docs/simready.md)."""
-    renamed = _copy(CASE / "reference", tmp_path / "renamed")
-    root = renamed / "gripper.usda"
-    root.write_text(root.read_text().replace('defaultPrim = "Gripper"', 'defaultPrim = "Robot"')
-                    .replace('def Xform "Gripper"', 'def Xform "Robot"')
-                    .replace('string PhysX = "Disabled"', 'string PhysX = "Enabled"'))
+    renamed = _edited_reference(tmp_path / "renamed", ('defaultPrim = "Gripper"', 'defaultPrim = "Robot"'),
+                                ('def Xform "Gripper"', 'def Xform "Robot"'),
+                                ('string PhysX = "Disabled"', 'string PhysX = "Enabled"'))
     r = grade_warm(CASE, renamed, tmp_path / "out")
     assert r.grade["status"] == "preservation_failed" and r.reward == {"authored_usd": 0.0}
     assert "/Gripper:PhysX=Enabled: no prim /Gripper" in r.grade["preservation"]["composition_errors"]["reason"]
 
 
 def test_an_escape_behind_an_unselected_variant_is_still_invalid(tmp_path):
-    candidate = _copy(CASE / "reference", tmp_path / "candidate")
+    candidate = _edited_reference(tmp_path / "candidate", ("physics/mujoco.usd@", "physics/mujoco.usda@"))
     (candidate / "runnables" / "physics" / "mujoco.usd").unlink()
     (candidate / "runnables" / "physics" / "mujoco.usda").write_text(
         '#usda 1.0\n(\n    defaultPrim = "Gripper"\n    subLayers = [@../../../outside.usda@]\n)\nover "Gripper"\n{\n}\n')
-    root = candidate / "gripper.usda"
-    root.write_text(root.read_text().replace("physics/mujoco.usd@", "physics/mujoco.usda@"))
     r = grade_warm(CASE, candidate, tmp_path / "out")
     assert r.grade["status"] == "invalid" and r.reward == {"authored_usd": 0.0}
     assert "outside.usda" in r.grade["validity"]["dependencies_inside"]["reason"]

@@ -23,6 +23,7 @@ from typing import Callable
 
 import pytest
 
+from tests.variants import crate_claiming_points, usdz_bytes, write_file
 from usd_repair_verifier.gates.validity import (
     RULES,
     ResourceLimits,
@@ -37,13 +38,7 @@ from usd_repair_verifier.gates.validity import (
 
 
 def write(base: Path, rel: str, text: str | bytes) -> Path:
-    path = base / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(text, bytes):
-        path.write_bytes(text)
-    else:
-        path.write_text(text)
-    return path
+    return write_file(base / rel, text)
 
 
 def usda(body: str = "", header: str = "") -> str:
@@ -76,20 +71,11 @@ def make_clean(pkg: Path) -> Path:
     return pkg
 
 
-def root_with(pkg: Path, body: str = 'def Xform "World" {}', header: str = "") -> Path:
+WORLD = 'def Xform "World" {}'
+
+
+def root_with(pkg: Path, body: str = WORLD, header: str = "") -> Path:
     return write(pkg, "root.usda", usda(body, header))
-
-
-def crate_with_points(path: Path, n: int = 5000) -> None:
-    """A .usdc whose only array is a compressible float[] named points."""
-    from pxr import Sdf, Vt
-
-    layer = Sdf.Layer.CreateNew(str(path))
-    prim = Sdf.PrimSpec(layer, "M", Sdf.SpecifierDef, "Mesh")
-    attr = Sdf.AttributeSpec(prim, "points", Sdf.ValueTypeNames.FloatArray)
-    attr.default = Vt.FloatArray([float(i % 7) for i in range(n)])
-    layer.Save()
-    del layer
 
 
 def patch_count(data: bytes, old: int, new: int) -> bytes:
@@ -111,250 +97,52 @@ class Case:
     limits: ResourceLimits = ResourceLimits()
 
 
-def _not_a_directory(tmp: Path) -> Path:
-    return write(tmp, "submission.usda", usda('def "A" {}'))
+def package(files: dict[str, str | bytes], outside: dict[str, str | bytes] | None = None,
+            links: dict[str, str] | None = None) -> Callable[[Path], Path]:
+    """A builder of the package tmp/pkg: its files (path in the package -> text or bytes), files
+    written beside it (`outside`: path in tmp -> text or bytes) and symbolic links in it (path in
+    the package -> path in tmp)."""
+    def build(tmp: Path) -> Path:
+        for rel, data in (outside or {}).items():
+            write(tmp, rel, data)
+        pkg = tmp / "pkg"
+        pkg.mkdir()
+        for rel, data in files.items():
+            write(pkg, rel, data)
+        for rel, target in (links or {}).items():
+            (pkg / rel).parent.mkdir(parents=True, exist_ok=True)
+            os.symlink(tmp / target, pkg / rel)
+        return pkg
+    return build
 
 
-def _empty(tmp: Path) -> Path:
-    (tmp / "pkg").mkdir()
-    return tmp / "pkg"
+def referencing(asset: str, prim: str = "") -> str:
+    """A root layer's body: a prim referencing the asset path (and a prim in it)."""
+    return 'def "A" (\n    references = @' + asset + "@" + prim + "\n) {\n}"
 
 
-def _no_root(tmp: Path) -> Path:
-    pkg = tmp / "pkg"
-    write(pkg, "sub/model.usda", usda('def "A" {}'))
-    write(pkg, "README.txt", "hello")
-    return pkg
-
-
-def _two_roots(tmp: Path) -> Path:
-    pkg = tmp / "pkg"
-    write(pkg, "robot.usda", usda('def "A" {}'))
-    write(pkg, "Robot_fixed.USDC", b"PXR-USDC")
-    return pkg
-
-
-def _malformed_usda(tmp: Path) -> Path:
-    pkg = tmp / "pkg"
-    root_with(pkg, header="    subLayers = [@./layers/broken.usda@]")
-    write(pkg, "layers/broken.usda", '#usda 1.0\ndef Xform "World" {\n    float x = \n')
-    return pkg
-
-
-def _random_usdc(tmp: Path) -> Path:
-    pkg = tmp / "pkg"
-    root_with(pkg, 'def "A" (\n    references = @./geo/junk.usdc@\n) {\n}')
-    write(pkg, "geo/junk.usdc", os.urandom(4096))
-    return pkg
-
-
-def _empty_usda(tmp: Path) -> Path:
-    pkg = tmp / "pkg"
-    write(pkg, "scene.usda", "")
-    return pkg
-
-
-def _not_a_zip(tmp: Path) -> Path:
-    pkg = tmp / "pkg"
-    root_with(pkg, 'def "A" (\n    references = @./assets/props.usdz@\n) {\n}')
-    write(pkg, "assets/props.usdz", "this is not a zip archive\n")
-    return pkg
-
-
-def _usdz(path: Path, members: dict[str, str | bytes]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as zf:
-        for name, data in members.items():
-            zf.writestr(name, data)
-
-
-def _usdz_member_escape(tmp: Path) -> Path:
-    pkg = tmp / "pkg"
-    _usdz(pkg / "assets/props.usdz", {"props.usda": usda('def "P" {}'), "tex/a.png": b"png"})
-    write(pkg, "assets/secret.usda", usda('def "S" {}'))  # exists, but not inside the zip
-    root_with(pkg, 'def "A" (\n    references = @./assets/props.usdz[../secret.usda]@\n) {\n}')
-    return pkg
-
-
-def _usdz_inner_escape(tmp: Path) -> Path:
-    pkg = tmp / "pkg"
-    _usdz(pkg / "assets/props.usdz", {
-        "props.usda": usda('def "P" {\n    asset inputs:file = @../outside.png@\n}'),
-    })
-    write(pkg, "assets/outside.png", b"png")  # next to the .usdz, but outside the zip
-    root_with(pkg, 'def "A" (\n    references = @./assets/props.usdz@\n) {\n}')
-    return pkg
-
-
-def _self_sublayer(tmp: Path) -> Path:
-    pkg = tmp / "pkg"
-    root_with(pkg, header="    subLayers = [@./root.usda@]")
-    return pkg
-
-
-def _absolute_outside(tmp: Path) -> Path:
-    outside = write(tmp, "outside/evil.usda", usda('def "Evil" {}'))
-    pkg = tmp / "pkg"
-    root_with(pkg, header=f"    subLayers = [@{outside}@]")
-    return pkg
-
-
-def _dotdot_escape(tmp: Path) -> Path:
-    write(tmp, "outside/evil.usda", usda('def "Evil" {}'))
-    pkg = tmp / "pkg"
-    root_with(pkg, header="    subLayers = [@../outside/evil.usda@]")
-    return pkg
-
-
-def _symlink_file_outside(tmp: Path) -> Path:
-    secret = write(tmp, "outside/secret.png", b"png")
-    pkg = tmp / "pkg"
-    root_with(pkg, 'def Shader "T" {\n    asset inputs:file = @./textures/wood.png@\n}')
-    (pkg / "textures").mkdir()
-    os.symlink(secret, pkg / "textures" / "wood.png")
-    return pkg
-
-
-def _symlink_dir_outside(tmp: Path) -> Path:
-    write(tmp, "outside/lib/parts.usda", usda('def "Part" {}'))
-    pkg = tmp / "pkg"
-    root_with(pkg, 'def "A" (\n    references = @./lib/parts.usda@</Part>\n) {\n}')
-    os.symlink(tmp / "outside" / "lib", pkg / "lib")
-    return pkg
-
-
-def _http_reference(tmp: Path) -> Path:
-    pkg = tmp / "pkg"
-    root_with(pkg, 'def "A" (\n    references = @http://example.com/robot.usda@</Robot>\n) {\n}')
-    return pkg
-
-
-def _file_url(tmp: Path) -> Path:
-    pkg = tmp / "pkg"
-    root_with(pkg, header="    subLayers = [@file:///etc/robot.usda@]")
-    return pkg
-
-
-def _variable_expression_outside(tmp: Path) -> Path:
-    """A reference whose asset path is a variable expression: USD evaluates it with the layer's
-    expressionVariables (here to a file outside the package), so the gate refuses the form itself."""
-    write(tmp, "outside/evil.usda", usda('def "Evil" {}'))
-    pkg = tmp / "pkg"
-    root_with(pkg, 'def "A" (\n    references = @`"${DIR}/evil.usda"`@</Evil>\n) {\n}',
-              header='    expressionVariables = {\n        string DIR = "../outside"\n    }')
-    return pkg
-
-
-def _format_arguments(tmp: Path) -> Path:
-    """File-format arguments change how a file is read (and what it names): refused whatever they say."""
-    pkg = tmp / "pkg"
-    write(pkg, "layers/body.usda", usda('def "Body" {}'))
-    root_with(pkg, header="    subLayers = [@./layers/body.usda:SDF_FORMAT_ARGS:target=usd@]")
-    return pkg
+def sublayering(asset: str) -> str:
+    """A root layer's header: the asset path as its sublayer."""
+    return f"    subLayers = [@{asset}@]"
 
 
 def _udim_shader(path: str) -> str:
     return 'def Shader "Tex" {\n    asset inputs:file = @' + path + '@\n}'
 
 
-def _udim_without_tiles(tmp: Path) -> Path:
-    pkg = tmp / "pkg"
-    write(pkg, "tex/body.1001.png.bak", b"png")   # not a tile: four digits, then the rest of the name
-    root_with(pkg, _udim_shader("./tex/body.<UDIM>.png"))
-    return pkg
+def _not_a_directory(tmp: Path) -> Path:
+    return write(tmp, "submission.usda", usda('def "A" {}'))
 
 
-def _udim_in_a_folder_name(tmp: Path) -> Path:
-    pkg = tmp / "pkg"
-    write(pkg, "tex/1001/body.png", b"png")
-    root_with(pkg, _udim_shader("./tex/<UDIM>/body.png"))
-    return pkg
-
-
-def _udim_tile_linked_outside(tmp: Path) -> Path:
-    secret = write(tmp, "outside/stolen.png", b"png")
-    pkg = tmp / "pkg"
-    root_with(pkg, _udim_shader("./tex/body.<UDIM>.png"))
-    (pkg / "tex").mkdir()
-    os.symlink(secret, pkg / "tex" / "body.1001.png")
-    return pkg
-
-
-def _package_path_into_a_plain_file(tmp: Path) -> Path:
-    pkg = tmp / "pkg"
-    write(pkg, "assets/props.usda", usda('def "P" {}'))
-    root_with(pkg, 'def "A" (\n    references = @./assets/props.usda[inner.usda]@\n) {\n}')
-    return pkg
-
-
-def _search_path_name(tmp: Path) -> Path:
-    pkg = tmp / "pkg"
-    root_with(pkg, 'def "A" (\n    references = @shared_parts.usda@</Part>\n) {\n}')
-    return pkg
-
-
-def _missing_variant_payload(tmp: Path) -> Path:
-    pkg = tmp / "pkg"
-    write(pkg, "payloads/low.usda", usda('def "Low" {}'))
-    root_with(pkg, (
-        'def Xform "Robot" (\n'
-        '    variants = { string lod = "low" }\n'
-        '    prepend variantSets = "lod"\n'
-        ') {\n'
-        '    variantSet "lod" = {\n'
-        '        "low" {\n'
-        '            def "Geo" ( payload = @./payloads/low.usda@ ) {}\n'
-        '        }\n'
-        '        "high" {\n'
-        '            def "Geo" ( payload = @./payloads/high.usda@ ) {}\n'
-        '        }\n'
-        '    }\n'
-        '}'
-    ))
-    return pkg
-
-
-def _texture_escape(tmp: Path) -> Path:
-    write(tmp, "outside/stolen.png", b"png")
-    pkg = tmp / "pkg"
-    root_with(pkg, (
-        'def Material "M" {\n'
-        '    def Shader "Tex" {\n'
-        '        asset inputs:file = @textures/../../outside/stolen.png@\n'
-        '    }\n'
-        '}'
-    ))
-    return pkg
+def _absolute_outside(tmp: Path) -> Path:
+    outside = write(tmp, "outside/evil.usda", usda('def "Evil" {}'))
+    return package({"root.usda": usda(WORLD, sublayering(str(outside)))})(tmp)
 
 
 def _sparse_2gb(tmp: Path) -> Path:
-    pkg = tmp / "pkg"
-    root_with(pkg)
+    pkg = package({"root.usda": usda(WORLD)})(tmp)
     with open(pkg / "cache.bin", "wb") as fh:
         fh.truncate(2 * 1024**3)
-    return pkg
-
-
-def _many_files(tmp: Path) -> Path:
-    pkg = tmp / "pkg"
-    root_with(pkg)
-    for i in range(12):
-        write(pkg, f"junk/f{i:02d}.txt", "x")
-    return pkg
-
-
-def _many_prims(tmp: Path) -> Path:
-    pkg = tmp / "pkg"
-    write(pkg, "layers/prims.usda", usda("\n".join(f'def "P{i}" {{}}' for i in range(10))))
-    root_with(pkg, header="    subLayers = [@./layers/prims.usda@]")
-    return pkg
-
-
-def _many_points(tmp: Path) -> Path:
-    pkg = tmp / "pkg"
-    pts = ", ".join(f"({i},0,0)" for i in range(40))
-    write(pkg, "geo/mesh.usda", usda(f'def Mesh "Hull" {{\n    point3f[] points = [{pts}]\n}}'))
-    root_with(pkg, 'def "A" (\n    references = @./geo/mesh.usda@</Hull>\n) {\n}')
     return pkg
 
 
@@ -367,19 +155,15 @@ def _agent_reward_files(tmp: Path) -> Path:
 
 
 def _crate_claims_billions(tmp: Path) -> Path:
-    pkg = tmp / "pkg"
-    crate = pkg / "geo" / "hull.usdc"
-    crate.parent.mkdir(parents=True)
-    crate_with_points(crate, 5000)
-    crate.write_bytes(patch_count(crate.read_bytes(), 5000, 3_000_000_000))
-    root_with(pkg, 'def "A" (\n    references = @./geo/hull.usdc@</M>\n) {\n}')
+    pkg = package({"root.usda": usda(referencing("./geo/hull.usdc", "</M>"))})(tmp)
+    (pkg / "geo").mkdir()
+    crate_claiming_points(pkg / "geo" / "hull.usdc", 5000, 3_000_000_000)
     return pkg
 
 
 def _usdz_crate_claims_billion_vec3(tmp: Path) -> Path:
     from pxr import Sdf, Vt
 
-    pkg = tmp / "pkg"
     work = tmp / "work"
     work.mkdir()
     layer = Sdf.Layer.CreateNew(str(work / "m.usdc"))
@@ -393,68 +177,129 @@ def _usdz_crate_claims_billion_vec3(tmp: Path) -> Path:
     # reads through a copy, allocating the claimed 12 GB before checking (measured:
     # 11.5 GB RSS, 12-31 s uncapped).  An aligned member (e.g. offset 36) is mmapped
     # and rejected at once, which would not exercise the cap.
-    _usdz(pkg / "geo" / "hull.usdz", {"root.usdc": data})
+    pkg = package({"geo/hull.usdz": usdz_bytes({"root.usdc": data}),
+                   "root.usda": usda(referencing("./geo/hull.usdz", "</M>"))})(tmp)
     with zipfile.ZipFile(pkg / "geo" / "hull.usdz") as zf:
         info = zf.infolist()[0]
         assert (info.header_offset + 30 + len(info.filename) + len(info.extra)) % 4 != 0
-    root_with(pkg, 'def "A" (\n    references = @./geo/hull.usdz@</M>\n) {\n}')
     return pkg
 
+
+EVIL = {"outside/evil.usda": usda('def "Evil" {}')}
+STOLEN = {"outside/stolen.png": b"png"}
+MISSING_VARIANT_PAYLOAD = (
+    'def Xform "Robot" (\n'
+    '    variants = { string lod = "low" }\n'
+    '    prepend variantSets = "lod"\n'
+    ') {\n'
+    '    variantSet "lod" = {\n'
+    '        "low" {\n'
+    '            def "Geo" ( payload = @./payloads/low.usda@ ) {}\n'
+    '        }\n'
+    '        "high" {\n'
+    '            def "Geo" ( payload = @./payloads/high.usda@ ) {}\n'
+    '        }\n'
+    '    }\n'
+    '}'
+)
+TEXTURE_ESCAPE = (
+    'def Material "M" {\n'
+    '    def Shader "Tex" {\n'
+    '        asset inputs:file = @textures/../../outside/stolen.png@\n'
+    '    }\n'
+    '}'
+)
 
 CASES: dict[str, Case] = {
     "clean": Case(lambda t: make_clean(t / "pkg"), None),
     "not_a_directory": Case(_not_a_directory, "local_package", ("submission.usda", "regular file")),
-    "empty_folder": Case(_empty, "single_root_layer", ("empty",)),
-    "no_root_layer": Case(_no_root, "single_root_layer", ("no root layer",)),
-    "two_root_layers": Case(_two_roots, "single_root_layer", ("robot.usda", "Robot_fixed.USDC")),
-    "malformed_usda": Case(_malformed_usda, "layers_parse", ("layers/broken.usda",)),
-    "random_usdc": Case(_random_usdc, "layers_parse", ("geo/junk.usdc",)),
-    "empty_usda": Case(_empty_usda, "layers_parse", ("scene.usda", "not a valid usda layer")),
-    "usdz_not_zip": Case(_not_a_zip, "layers_parse", ("assets/props.usdz", "not a zip")),
-    "usdz_member_escape": Case(_usdz_member_escape, "dependencies_inside",
-                               ("root.usda", "assets/props.usdz[../secret.usda]", "escapes")),
-    "usdz_inner_escape": Case(_usdz_inner_escape, "dependencies_inside",
-                              ("assets/props.usdz[props.usda]", "@../outside.png@", "escapes its .usdz")),
-    "self_sublayer": Case(_self_sublayer, "layers_parse", ("root.usda", "sublayers itself", "cycle")),
+    "empty_folder": Case(package({}), "single_root_layer", ("empty",)),
+    "no_root_layer": Case(package({"sub/model.usda": usda('def "A" {}'), "README.txt": "hello"}),
+                          "single_root_layer", ("no root layer",)),
+    "two_root_layers": Case(package({"robot.usda": usda('def "A" {}'), "Robot_fixed.USDC": b"PXR-USDC"}),
+                            "single_root_layer", ("robot.usda", "Robot_fixed.USDC")),
+    "malformed_usda": Case(package({"root.usda": usda(WORLD, sublayering("./layers/broken.usda")),
+                                    "layers/broken.usda": '#usda 1.0\ndef Xform "World" {\n    float x = \n'}),
+                           "layers_parse", ("layers/broken.usda",)),
+    "random_usdc": Case(package({"root.usda": usda(referencing("./geo/junk.usdc")), "geo/junk.usdc": os.urandom(4096)}),
+                        "layers_parse", ("geo/junk.usdc",)),
+    "empty_usda": Case(package({"scene.usda": ""}), "layers_parse", ("scene.usda", "not a valid usda layer")),
+    "usdz_not_zip": Case(package({"root.usda": usda(referencing("./assets/props.usdz")),
+                                  "assets/props.usdz": "this is not a zip archive\n"}),
+                         "layers_parse", ("assets/props.usdz", "not a zip")),
+    # The secret exists, but not inside the zip.
+    "usdz_member_escape": Case(package({
+        "assets/props.usdz": usdz_bytes({"props.usda": usda('def "P" {}'), "tex/a.png": b"png"}),
+        "assets/secret.usda": usda('def "S" {}'),
+        "root.usda": usda(referencing("./assets/props.usdz[../secret.usda]"))}),
+        "dependencies_inside", ("root.usda", "assets/props.usdz[../secret.usda]", "escapes")),
+    # The texture is next to the .usdz, but outside the zip.
+    "usdz_inner_escape": Case(package({
+        "assets/props.usdz": usdz_bytes({"props.usda": usda('def "P" {\n    asset inputs:file = @../outside.png@\n}')}),
+        "assets/outside.png": b"png",
+        "root.usda": usda(referencing("./assets/props.usdz"))}),
+        "dependencies_inside", ("assets/props.usdz[props.usda]", "@../outside.png@", "escapes its .usdz")),
+    "self_sublayer": Case(package({"root.usda": usda(WORLD, sublayering("./root.usda"))}),
+                          "layers_parse", ("root.usda", "sublayers itself", "cycle")),
     "absolute_outside": Case(_absolute_outside, "dependencies_inside",
                              ("root.usda", "outside/evil.usda", "absolute")),
-    "dotdot_escape": Case(_dotdot_escape, "dependencies_inside",
-                          ("root.usda", "@../outside/evil.usda@", "escapes the package")),
-    "symlink_file_outside": Case(_symlink_file_outside, "resource_limits",
-                                 ("textures/wood.png", "outside the package")),
-    "symlink_dir_outside": Case(_symlink_dir_outside, "resource_limits", ("lib", "outside the package")),
-    "http_reference": Case(_http_reference, "dependencies_inside",
-                           ("root.usda", "http://example.com/robot.usda", "URL")),
-    "file_url": Case(_file_url, "dependencies_inside", ("root.usda", "file:///etc/robot.usda", "URL")),
-    "variable_expression_outside": Case(_variable_expression_outside, "dependencies_inside",
-                                        ("root.usda", '`"${DIR}/evil.usda"`', "variable-expression")),
-    "format_arguments": Case(_format_arguments, "dependencies_inside",
-                             ("root.usda", "SDF_FORMAT_ARGS", "not allowed")),
-    "udim_without_tiles": Case(_udim_without_tiles, "dependencies_inside",
-                               ("root.usda", "./tex/body.<UDIM>.png", "no UDIM tile matching")),
-    "udim_in_a_folder_name": Case(_udim_in_a_folder_name, "dependencies_inside",
-                                  ("./tex/<UDIM>/body.png", "only supported in the file name")),
+    "dotdot_escape": Case(package({"root.usda": usda(WORLD, sublayering("../outside/evil.usda"))}, EVIL),
+                          "dependencies_inside", ("root.usda", "@../outside/evil.usda@", "escapes the package")),
+    "symlink_file_outside": Case(package(
+        {"root.usda": usda('def Shader "T" {\n    asset inputs:file = @./textures/wood.png@\n}')},
+        {"outside/secret.png": b"png"}, {"textures/wood.png": "outside/secret.png"}),
+        "resource_limits", ("textures/wood.png", "outside the package")),
+    "symlink_dir_outside": Case(package({"root.usda": usda(referencing("./lib/parts.usda", "</Part>"))},
+                                        {"outside/lib/parts.usda": usda('def "Part" {}')}, {"lib": "outside/lib"}),
+                                "resource_limits", ("lib", "outside the package")),
+    "http_reference": Case(package({"root.usda": usda(referencing("http://example.com/robot.usda", "</Robot>"))}),
+                           "dependencies_inside", ("root.usda", "http://example.com/robot.usda", "URL")),
+    "file_url": Case(package({"root.usda": usda(WORLD, sublayering("file:///etc/robot.usda"))}),
+                     "dependencies_inside", ("root.usda", "file:///etc/robot.usda", "URL")),
+    # An asset path that is a variable expression: USD evaluates it with the layer's
+    # expressionVariables (here to a file outside the package), so the gate refuses the form itself.
+    "variable_expression_outside": Case(package(
+        {"root.usda": usda(referencing('`"${DIR}/evil.usda"`', "</Evil>"),
+                           '    expressionVariables = {\n        string DIR = "../outside"\n    }')}, EVIL),
+        "dependencies_inside", ("root.usda", '`"${DIR}/evil.usda"`', "variable-expression")),
+    # File-format arguments change how a file is read (and what it names): refused whatever they say.
+    "format_arguments": Case(package({"layers/body.usda": usda('def "Body" {}'),
+                                      "root.usda": usda(WORLD, sublayering("./layers/body.usda:SDF_FORMAT_ARGS:target=usd"))}),
+                             "dependencies_inside", ("root.usda", "SDF_FORMAT_ARGS", "not allowed")),
+    # Not a tile: four digits, then the rest of the name.
+    "udim_without_tiles": Case(package({"tex/body.1001.png.bak": b"png",
+                                        "root.usda": usda(_udim_shader("./tex/body.<UDIM>.png"))}),
+                               "dependencies_inside", ("root.usda", "./tex/body.<UDIM>.png", "no UDIM tile matching")),
+    "udim_in_a_folder_name": Case(package({"tex/1001/body.png": b"png",
+                                           "root.usda": usda(_udim_shader("./tex/<UDIM>/body.png"))}),
+                                  "dependencies_inside", ("./tex/<UDIM>/body.png", "only supported in the file name")),
     # The walk finds the link first (any symlink out of the package); the texture's own check
     # would refuse the tile too.
-    "udim_tile_linked_outside": Case(_udim_tile_linked_outside, "resource_limits",
-                                     ("tex/body.1001.png", "outside the package")),
-    "package_path_into_a_plain_file": Case(_package_path_into_a_plain_file, "dependencies_inside",
-                                           ("assets/props.usda", "which is not a .usdz")),
-    "search_path_name": Case(_search_path_name, "dependencies_inside",
-                             ("root.usda", "@shared_parts.usda@", "search path")),
+    "udim_tile_linked_outside": Case(package({"root.usda": usda(_udim_shader("./tex/body.<UDIM>.png"))}, STOLEN,
+                                             {"tex/body.1001.png": "outside/stolen.png"}),
+                                     "resource_limits", ("tex/body.1001.png", "outside the package")),
+    "package_path_into_a_plain_file": Case(package({"assets/props.usda": usda('def "P" {}'),
+                                                    "root.usda": usda(referencing("./assets/props.usda[inner.usda]"))}),
+                                           "dependencies_inside", ("assets/props.usda", "which is not a .usdz")),
+    "search_path_name": Case(package({"root.usda": usda(referencing("shared_parts.usda", "</Part>"))}),
+                             "dependencies_inside", ("root.usda", "@shared_parts.usda@", "search path")),
     # A file missing *inside* the package is not an escape: valid, and graded as a composition error.
-    "missing_variant_payload": Case(_missing_variant_payload, None),
-    "texture_escape": Case(_texture_escape, "dependencies_inside",
+    "missing_variant_payload": Case(package({"payloads/low.usda": usda('def "Low" {}'),
+                                             "root.usda": usda(MISSING_VARIANT_PAYLOAD)}), None),
+    "texture_escape": Case(package({"root.usda": usda(TEXTURE_ESCAPE)}, STOLEN), "dependencies_inside",
                            ("root.usda", "textures/../../outside/stolen.png", "/M/Tex.inputs:file",
                             "escapes the package")),
     "sparse_2gb": Case(_sparse_2gb, "resource_limits", ("cache.bin", "max_file_bytes")),
-    "too_many_files": Case(_many_files, "resource_limits", ("more than 8 files",),
-                           ResourceLimits(max_files=8)),
-    "too_many_prims": Case(_many_prims, "resource_limits", ("max_prims=5", "layers/prims.usda"),
-                           ResourceLimits(max_prims=5)),
-    "too_many_points": Case(_many_points, "resource_limits",
-                            ("max_points=10", "geo/mesh.usda", "/Hull.points"),
-                            ResourceLimits(max_points=10)),
+    "too_many_files": Case(package({"root.usda": usda(WORLD), **{f"junk/f{i:02d}.txt": "x" for i in range(12)}}),
+                           "resource_limits", ("more than 8 files",), ResourceLimits(max_files=8)),
+    "too_many_prims": Case(package({"layers/prims.usda": usda("\n".join(f'def "P{i}" {{}}' for i in range(10))),
+                                    "root.usda": usda(WORLD, sublayering("./layers/prims.usda"))}),
+                           "resource_limits", ("max_prims=5", "layers/prims.usda"), ResourceLimits(max_prims=5)),
+    "too_many_points": Case(package({
+        "geo/mesh.usda": usda('def Mesh "Hull" {\n    point3f[] points = ['
+                              + ", ".join(f"({i},0,0)" for i in range(40)) + "]\n}"),
+        "root.usda": usda(referencing("./geo/mesh.usda", "</Hull>"))}),
+        "resource_limits", ("max_points=10", "geo/mesh.usda", "/Hull.points"), ResourceLimits(max_points=10)),
     "agent_reward_files": Case(_agent_reward_files, None),
     "crate_claims_billions": Case(_crate_claims_billions, "layers_parse", ("geo/hull.usdc",)),
     "usdz_crate_claims_billion_vec3": Case(_usdz_crate_claims_billion_vec3, "layers_parse",
@@ -684,11 +529,11 @@ def test_udim_texture_with_tiles_inside_passes(tmp_path) -> None:
 
 def test_usdz_root_layer_with_relative_members_passes(tmp_path) -> None:
     pkg = tmp_path / "pkg"
-    _usdz(pkg / "robot.usdz", {
+    write(pkg, "robot.usdz", usdz_bytes({
         "main.usda": usda('def "M" (\n    references = @sub/part.usda@\n) {\n    asset f = @tex/t.png@\n}'),
         "sub/part.usda": usda('def "P" {\n    asset g = @../tex/t.png@\n}'),
         "tex/t.png": b"png",
-    })
+    }))
     report = check_submission(pkg, ResourceLimits())
     assert report.valid, json.dumps(report.to_json(), indent=1)
     assert report.layer_count == 2

@@ -32,12 +32,8 @@ pytestmark = pytest.mark.usefixtures("no_network")
 
 
 @pytest.fixture(autouse=True)
-def every_visual_json_written_matches_its_model(tmp_path):
-    """Whatever a test made the grade write, visual.json is what its model (and the published
-    JSON Schema) describes."""
-    yield
-    for path in tmp_path.rglob(VISUAL_FILE):
-        VisualRecord.model_validate_json(path.read_bytes())
+def every_visual_json_written_matches_its_model(written_records_match):
+    written_records_match(VISUAL_FILE, VisualRecord)
 
 
 @pytest.fixture(scope="module", autouse=True)

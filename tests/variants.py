@@ -199,11 +199,29 @@ def crate_claiming_points(path: Path, real: int, claimed: int) -> None:
     path.write_bytes(data.replace(needle, struct.pack("<Q", claimed)))
 
 
-def write_usdz(path: Path, members: dict[str, str | bytes]) -> None:
-    """A .usdz (zip, members stored uncompressed) holding the given members in order."""
+def write_file(path: Path, data: str | bytes) -> Path:
+    """The text or bytes written at path, its folders made."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(data, bytes):
+        path.write_bytes(data)
+    else:
+        path.write_text(data)
+    return path
+
+
+def usdz_bytes(members: dict[str, str | bytes]) -> bytes:
+    """A .usdz's bytes: a zip holding the given members (name -> text or bytes) in order, stored
+    uncompressed."""
+    import io
     import zipfile
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as zf:
-        for name, data in members.items():
-            zf.writestr(name, data)
+    data = io.BytesIO()
+    with zipfile.ZipFile(data, "w", compression=zipfile.ZIP_STORED) as zf:
+        for name, member in members.items():
+            zf.writestr(name, member)
+    return data.getvalue()
+
+
+def write_usdz(path: Path, members: dict[str, str | bytes]) -> None:
+    """A .usdz (zip, members stored uncompressed) holding the given members in order."""
+    write_file(path, usdz_bytes(members))

@@ -15,9 +15,7 @@ tests/test_harbor_example.py runs the check; .ci/run runs it, then writes the co
 """
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 import tempfile
 from pathlib import Path
 
@@ -75,16 +73,11 @@ def differences(example: Path = EXAMPLE) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="compare, write nothing")
-    args = parser.parse_args(argv)
-    if args.check:
-        found = differences()
-        for line in found:
-            print(f"examples/harbor-task/{line}: run python tools/harbor_example.py", file=sys.stderr)
-        return 1 if found else 0
-    print(f"wrote {write()}")
-    return 0
+    from generated_page import write_or_check_files  # beside this script
+
+    return write_or_check_files(argv, __doc__.splitlines()[0],
+                                lambda: [f"examples/harbor-task/{line}" for line in differences()],
+                                lambda: [write()], "tools/harbor_example.py")
 
 
 if __name__ == "__main__":

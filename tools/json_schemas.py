@@ -7,10 +7,8 @@ tests/test_json_schemas.py runs the check: a model change without its regenerate
 """
 from __future__ import annotations
 
-import argparse
 import importlib
 import json
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,20 +45,22 @@ def stale(folder: Path = SCHEMA_DIR) -> list[str]:
             if not (folder / name).is_file() or (folder / name).read_text(encoding="utf-8") != text(schema)]
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="compare, write nothing")
-    args = parser.parse_args(argv)
-    if args.check:
-        differing = stale()
-        for name in differing:
-            print(f"docs/schemas/{name} differs from its model: run python tools/json_schemas.py", file=sys.stderr)
-        return 1 if differing else 0
+def write() -> list[str]:
+    """Every schema file written again: their names."""
     SCHEMA_DIR.mkdir(parents=True, exist_ok=True)
+    written = []
     for name, schema in schemas().items():
         (SCHEMA_DIR / name).write_text(text(schema), encoding="utf-8")
-        print(f"wrote docs/schemas/{name}")
-    return 0
+        written.append(f"docs/schemas/{name}")
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    from generated_page import write_or_check_files  # beside this script
+
+    return write_or_check_files(argv, __doc__.splitlines()[0],
+                                lambda: [f"docs/schemas/{name} differs from its model" for name in stale()],
+                                write, "tools/json_schemas.py")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ colliders, the articulated part's size, and a prim's xform ops.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
@@ -124,12 +125,17 @@ def ensure_api(prim: Usd.Prim, schema: str, api, dirty: set) -> None:
         set_api_schemas(prim, None, schema, dirty)
 
 
+def target_prim(stage: Usd.Stage, target: str, is_kind: Callable[[Usd.Prim], bool], what: str) -> Usd.Prim:
+    """The target prim, refused ("TARGET is not WHAT") unless it exists and is_kind(prim)."""
+    prim = stage.GetPrimAtPath(target)
+    if not prim or not is_kind(prim):
+        raise InjectionError(f"{target} is not {what}")
+    return prim
+
+
 def rigid_body(stage: Usd.Stage, target: str) -> Usd.Prim:
     """The target prim, refused unless it is a rigid body."""
-    prim = stage.GetPrimAtPath(target)
-    if not prim or not prim.HasAPI(UsdPhysics.RigidBodyAPI):
-        raise InjectionError(f"{target} is not a rigid body")
-    return prim
+    return target_prim(stage, target, lambda p: p.HasAPI(UsdPhysics.RigidBodyAPI), "a rigid body")
 
 
 def rigid_bodies(stage: Usd.Stage) -> list[Usd.Prim]:

@@ -6,15 +6,12 @@ import math
 from pxr import Gf, Sdf, Usd, UsdGeom
 
 from usd_repair_verifier.authoring.inject.edits import (
-    InjectionError, asset_size_units, existing_xform_op, rotate_prim, scale_prim, set_attribute, translate_prim,
+    asset_size_units, existing_xform_op, rotate_prim, scale_prim, set_attribute, target_prim, translate_prim,
 )
 
 
 def _component(stage: Usd.Stage, target: str) -> Usd.Prim:
-    prim = stage.GetPrimAtPath(target)
-    if not prim or not prim.IsA(UsdGeom.Gprim):
-        raise InjectionError(f"{target} is not a visible gprim")
-    return prim
+    return target_prim(stage, target, lambda p: p.IsA(UsdGeom.Gprim), "a visible gprim")
 
 
 def _random_unit(rng) -> tuple[float, float, float]:

@@ -7,14 +7,12 @@ from pxr import Sdf, Usd, UsdPhysics
 
 from usd_repair_verifier.authoring.inject.edits import (
     InjectionError, asset_size_units, remove_prim, rigid_bodies, set_attribute, set_targets, strongest_prim_spec,
+    target_prim,
 )
 
 
 def _joint_prim(stage: Usd.Stage, target: str) -> Usd.Prim:
-    prim = stage.GetPrimAtPath(target)
-    if not prim or not prim.IsA(UsdPhysics.Joint):
-        raise InjectionError(f"{target} is not a joint")
-    return prim
+    return target_prim(stage, target, lambda p: p.IsA(UsdPhysics.Joint), "a joint")
 
 
 def joint_frame(stage, target, rng, dirty) -> str:

@@ -14,7 +14,8 @@ from usd_repair_verifier.checks.materials import compare_visual
 from usd_repair_verifier.stage_snapshot import materials as material_props
 
 from usd_repair_verifier.authoring.inject.edits import (
-    InjectionError, ensure_api, own_colliders, rigid_body, set_attribute, set_targets, strongest_prim_spec, writable,
+    InjectionError, ensure_api, own_colliders, rigid_body, set_attribute, set_targets, strongest_prim_spec,
+    target_prim, writable,
 )
 
 
@@ -52,9 +53,7 @@ def _visual_if_bound(stage: Usd.Stage, prim: Usd.Prim, rel_name: str, material: 
 
 def visual_material(stage, target, rng, dirty) -> str:
     """A component's visual material removed (empty binding) or swapped for another of the stage's materials."""
-    prim = stage.GetPrimAtPath(target)
-    if not prim or not prim.IsA(UsdGeom.Gprim):
-        raise InjectionError(f"{target} is not a visible component (gprim)")
+    prim = target_prim(stage, target, lambda p: p.IsA(UsdGeom.Gprim), "a visible component (gprim)")
     writable(prim)
     current = _visual_of(prim)
     bound, rel = UsdShade.MaterialBindingAPI(prim).ComputeBoundMaterial(material_props.VISUAL_PURPOSE)
@@ -101,9 +100,7 @@ OPACITY = 0.25   # far from any authored opacity of an opaque part
 
 def display_appearance(stage, target, rng, dirty) -> str:
     """An unbound part's display colour changed, or its display opacity lowered."""
-    prim = stage.GetPrimAtPath(target)
-    if not prim or not prim.IsA(UsdGeom.Gprim):
-        raise InjectionError(f"{target} is not a visible component (gprim)")
+    prim = target_prim(stage, target, lambda p: p.IsA(UsdGeom.Gprim), "a visible component (gprim)")
     if material_props.visual_material(prim) is not None:
         raise InjectionError(f"{target} has a bound material: its display primvars are not what renders")
     writable(prim)

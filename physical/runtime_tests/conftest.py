@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from usd_repair_verifier.physical import engine
-from usd_repair_verifier.physical.property_results import PropertyResult, _clean, null
+from usd_repair_verifier.physical.property_results import PROPERTIES, PropertyResult, _clean, null
 from usd_repair_verifier.physical.settings import SETTINGS, THRESHOLDS
 
 CONFIG_ENV = "USDGRADE_PHYSICAL_CONFIG"
@@ -119,23 +119,39 @@ def record(results: list[PropertyResult]) -> None:
         pytest.skip(results[0].reason or "not measured")
 
 
-def record_nulls(test: str, names, reason: str) -> None:
-    record([null(test, n, reason) for n in names])
+def record_nulls(test: str, reason: str) -> None:
+    """Every property of the test null with the reason (the test is skipped with it)."""
+    record([null(test, n, reason) for n in PROPERTIES[test]])
 
 
-def run_both(test: str, probe, pair_: Pair):
+def require_both_loaded(test: str, pair_: Pair) -> None:
+    """The test's properties null (and the test skipped) unless the engine loaded both packages."""
+    if pair_.null_reason():
+        record_nulls(test, pair_.null_reason())
+
+
+def program_of(test: str, make_program, pair_: Pair, missing: str) -> dict:
+    """make_program(reference, SETTINGS): what the test drives, planned on the reference; the
+    test's properties null with `missing` (and the test skipped) when there is nothing to drive."""
+    program = make_program(pair_.reference, SETTINGS)
+    if not program:
+        record_nulls(test, missing)
+    return program
+
+
+def run_both(test: str, probe, pair_: Pair, loaded: tuple | None = None):
     """probe(loaded, joint_map) on the reference (map None) then the candidate (the correspondence);
-    an engine failure while stepping nulls the test's properties with the reason."""
-    from usd_repair_verifier.physical.property_results import PROPERTIES
-
+    an engine failure while stepping nulls the test's properties with the reason. `loaded`: the
+    (reference, candidate) to run instead of the pair's own (the grasp test loads them again)."""
+    reference, candidate = loaded or (pair_.reference, pair_.candidate)
     try:
-        ref = probe(pair_.reference, None)
+        ref = probe(reference, None)
     except engine.EngineRefusal as refusal:
-        record_nulls(test, PROPERTIES[test], f"reference itself failed to run: {refusal}")
+        record_nulls(test, f"reference itself failed to run: {refusal}")
     try:
-        cand = probe(pair_.candidate, pair_.joints)
+        cand = probe(candidate, pair_.joints)
     except engine.EngineRefusal as refusal:
-        record_nulls(test, PROPERTIES[test], f"engine failed on the candidate: {refusal}")
+        record_nulls(test, f"engine failed on the candidate: {refusal}")
     return ref, cand
 
 

@@ -10,7 +10,7 @@ TEST = "load_and_cook"
 
 def test_load_and_cook(pair):
     if pair.reference_refusal:
-        record_nulls(TEST, PROPERTIES[TEST], pair.null_reason())
+        record_nulls(TEST, pair.null_reason())
     if pair.candidate_refusal:
         # the candidate failing to load IS the measurement of `loads`; the rest cannot be measured
         record([PropertyResult(TEST, "loads", False, True, None, False, pair.candidate_refusal)]
