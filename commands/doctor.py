@@ -149,10 +149,10 @@ def check_fixture_grade(case: Path, submission: Path, expected: float | None) ->
             import json
 
             reward = json.loads(reward_file.read_text()).get("authored_usd")
-    if expected is None and reward is not None and run.returncode == 0:
+    if expected is None and reward is not None and run.returncode == ExitCode.DONE:
         return [Finding("ok", "fixture grade", f"{case.name}: reward {reward} ({seconds:.1f} s); no expected "
                                                "reward to compare with (--expect R)")]
-    if reward == expected and run.returncode == 0:
+    if reward == expected and run.returncode == ExitCode.DONE:
         return [Finding("ok", "fixture grade", f"{case.name}: reward {reward} as expected ({seconds:.1f} s)")]
     tail = (run.stderr.strip().splitlines() or run.stdout.strip().splitlines() or ["no output"])[-1]
     return [Finding("FAIL", "fixture grade", f"{case.name}: reward {reward}, expected {expected}, "
