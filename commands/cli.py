@@ -108,8 +108,7 @@ def _separate_record(path: str, text: bytes) -> str | None:
 
 
 def explain_command(args: argparse.Namespace) -> int:
-    from pydantic import ValidationError
-
+    from usd_repair_verifier.profiles.errors import NotAGrade
     from usd_repair_verifier.scoring import grade_file
     from usd_repair_verifier.scoring.readable import explain_lines
 
@@ -123,13 +122,10 @@ def explain_command(args: argparse.Namespace) -> int:
         print(why_not, file=sys.stderr)
         return ExitCode.USAGE
     try:
-        grade = grade_file.read(text)
-    except ValidationError as error:
-        first = error.errors()[0] if error.errors() else {}
-        where = ".".join(str(p) for p in first.get("loc", ())) or "the file"
-        print(f"cannot explain {args.grade}: not a usdgrade grade.json ({error.error_count()} problem(s); "
-              f"first: {where}: {first.get('msg', error)})", file=sys.stderr)
-        return ExitCode.USAGE
+        grade = grade_file.read(text, args.grade)
+    except NotAGrade as error:
+        print(f"cannot explain {args.grade}: {error}", file=sys.stderr)
+        return error.exit_code
     if args.html:
         return explain_page(args, grade)
     print("\n".join(explain_lines(grade)))
