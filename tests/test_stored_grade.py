@@ -96,3 +96,22 @@ def test_load_names_the_file_that_is_not_a_grade(tmp_path) -> None:
     with pytest.raises(NotAGrade, match=r"not a usdgrade grade.json \(\d+ problem\(s\); first: ") as caught:
         grade_file.load(other)
     assert caught.value.site == str(other)
+
+
+def test_every_grader_stores_the_same_word_for_its_own_failure() -> None:
+    """grade.json, visual.json and physical.json say `infrastructure_error` for a verifier fault
+    (their models), and the store says it too for an earlier visual grade that wrote `error`."""
+    from typing import get_args
+
+    from usd_repair_verifier.physical.record import PhysicalRecord
+    from usd_repair_verifier.records.grades import separate_columns
+    from usd_repair_verifier.scoring.reward import Status
+    from usd_repair_verifier.visual.record import VisualRecord
+
+    for model in (VisualRecord, PhysicalRecord):
+        statuses = get_args(model.model_fields["status"].annotation)
+        assert "infrastructure_error" in statuses and "error" not in statuses
+    assert Status.INFRASTRUCTURE_ERROR.value == "infrastructure_error"
+    earlier = {"record_version": "2", "status": "error", "reason": "render failed", "score": None}
+    assert separate_columns("visual", earlier)["status"] == "infrastructure_error"
+    assert separate_columns("physical", {"record_version": "1", "status": "not_run"})["status"] == "not_run"
