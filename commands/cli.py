@@ -42,10 +42,8 @@ def grade(args: argparse.Namespace) -> int:
         return ExitCode.USAGE
     mistake = _grade_path_mistake(args)
     if mistake:   # a path that is not there: a mistake in the command line, nothing written
-        from usd_repair_verifier.authoring.cli import USAGE
-
         print(f"usdgrade grade: {mistake}", file=sys.stderr)
-        return USAGE
+        return ExitCode.USAGE
     # The sealed session (scoring/sealed.py), in an isolated child interpreter: nothing in the
     # submission, the current folder or the environment takes part in the grade.
     argv = command(sys.executable, args.case, args.submission, args.out, workers=args.n, select=args.k,

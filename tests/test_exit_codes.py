@@ -58,16 +58,26 @@ def test_exit_codes_are_defined_once() -> None:
         if path == REPO / "profiles" / "errors.py":
             continue
         for node in ast.parse(path.read_text(), str(path)).body:
-            if isinstance(node, ast.Assign):
-                targets, value = node.targets, node.value
-            elif isinstance(node, ast.AnnAssign) and node.value is not None:
-                targets, value = [node.target], node.value
-            else:
-                continue
-            names = [t.id for t in targets if isinstance(t, ast.Name)]
-            if _names_an_exit_code(value) or (_is_int(value) and any("EXIT" in n.upper() for n in names)):
-                found += [f"{path.relative_to(REPO)}:{node.lineno} {n}" for n in names]
+            for name, value in _assignments(node):
+                if _names_an_exit_code(value) or (_is_int(value) and "EXIT" in name.upper()):
+                    found.append(f"{path.relative_to(REPO)}:{node.lineno} {name}")
     assert not found, "exit codes named outside profiles/errors.py (use ExitCode.X): " + ", ".join(found)
+
+
+def _assignments(node: ast.stmt):
+    """(name, value) of each name a module-level statement binds: `A = x`, `A: int = x`, `A = B = x`,
+    `A, B = x, y` (pairwise)."""
+    if isinstance(node, ast.Assign):
+        targets, value = node.targets, node.value
+    elif isinstance(node, ast.AnnAssign) and node.value is not None:
+        targets, value = [node.target], node.value
+    else:
+        return
+    for target in targets:
+        if isinstance(target, ast.Name):
+            yield target.id, value
+        elif isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) and len(target.elts) == len(value.elts):
+            yield from ((t.id, v) for t, v in zip(target.elts, value.elts) if isinstance(t, ast.Name))
 
 
 def _is_int(node: ast.expr) -> bool:
@@ -87,10 +97,11 @@ def _names_an_exit_code(node: ast.expr) -> bool:
 def test_the_alias_rule_sees_an_alias(tmp_path) -> None:
     """The rule above catches both shapes of a second name (and leaves a use of the member alone)."""
     module = ast.parse("from x import ExitCode\nGAVE_UP = ExitCode.INFRASTRUCTURE_ERROR\n"
-                       "TIMED_OUT: int = errors.ExitCode(3)\nUSAGE_EXIT = 2\nOUTCOMES = {1: ExitCode.DONE}\n")
-    flagged = [n.targets[0].id if isinstance(n, ast.Assign) else n.target.id for n in module.body[1:]
-               if _names_an_exit_code(n.value) or _is_int(n.value)]
-    assert flagged == ["GAVE_UP", "TIMED_OUT", "USAGE_EXIT"]
+                       "TIMED_OUT: int = errors.ExitCode(3)\nUSAGE_EXIT = 2\nOUTCOMES = {1: ExitCode.DONE}\n"
+                       "USAGE, LIMIT = ExitCode.USAGE, 5\n")
+    flagged = [name for node in module.body[1:] for name, value in _assignments(node)
+               if _names_an_exit_code(value) or _is_int(value)]
+    assert flagged == ["GAVE_UP", "TIMED_OUT", "USAGE_EXIT", "USAGE", "LIMIT"]
 
 
 @pytest.mark.parametrize("error,code", [(Refused("nothing to do", site="/a"), ExitCode.REFUSED),
