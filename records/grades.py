@@ -66,14 +66,52 @@ def grader_version(record: dict) -> str:
 # Earlier visual grades named the verifier's own failure `error`; every grader's file now says
 # `infrastructure_error` for it (the same meaning: only the word changed), and so does the store.
 EARLIER_STATUSES = {"visual": {"error": "infrastructure_error"}}
+# A count outside this range is not stored (the column is a 32-bit integer).
+COUNT_LIMIT = 2 ** 31
 
 
 def separate_columns(kind: str, record: dict) -> dict:
-    """The `visual` or `physical` columns of a parsed record (the episode aside). Read field by
+    """The `visual` or `physical` columns of a parsed record (the episode aside). A record of this
+    version's format is read as its model (VisualRecord, PhysicalRecord); any other field by
     field, as stored grades are: a store holds records of earlier versions (the committed Harbor
-    job's are record_version 1, which today's VisualRecord and PhysicalRecord refuse)."""
+    job's are record_version 1, which today's models refuse). Both read a current record alike."""
     if not isinstance(record, dict):
         raise ValueError(f"{kind}.json is not a JSON object")
+    typed = current_record(kind, record)
+    if typed is None:
+        return _earlier_record_columns(kind, record)
+    columns = {"grader_version": grader_version(record), "status": typed.status, "reason": typed.reason}
+    if kind == "visual":
+        judge = typed.judge
+        model = (judge.models_answered[0] if judge.models_answered else judge.model_requested) if judge else None
+        columns.update(score=number(typed.score), model=model,
+                       rubric_digest=typed.rubric.digest if typed.rubric else None)
+    else:
+        summary, engine = typed.summary, typed.engine
+
+        def count(value: int) -> int | None:
+            return value if 0 <= value < COUNT_LIMIT else None
+
+        columns.update(measured=count(summary.measured), passed=count(summary.passed), failed=count(summary.failed),
+                       unmeasured=count(summary.null), engine_versions=engine.versions if engine else None)
+    return columns
+
+
+def current_record(kind: str, record: dict):
+    """The record as its grader's model, or None when it is not of this version's format."""
+    from pydantic import ValidationError
+
+    from usd_repair_verifier.physical.record import PhysicalRecord
+    from usd_repair_verifier.visual.record import VisualRecord
+
+    try:
+        return {"visual": VisualRecord, "physical": PhysicalRecord}[kind].model_validate(record)
+    except ValidationError:
+        return None
+
+
+def _earlier_record_columns(kind: str, record: dict) -> dict:
+    """The tolerant path for the separate grades' records: a field of the wrong type null."""
     status = text(record.get("status"))
     columns = {"grader_version": grader_version(record),
                "status": EARLIER_STATUSES.get(kind, {}).get(status, status),
@@ -92,7 +130,7 @@ def separate_columns(kind: str, record: dict) -> dict:
 
         def count(name):
             value = summary.get(name)
-            ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2 ** 31
+            ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value < COUNT_LIMIT
             return value if ok else None
 
         columns.update(measured=count("measured"), passed=count("passed"), failed=count("failed"),

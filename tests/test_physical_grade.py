@@ -52,10 +52,16 @@ pytestmark = pytest.mark.usefixtures("forked_runtime_sessions")
 @pytest.fixture(autouse=True)
 def every_physical_json_written_matches_its_model(tmp_path):
     """Whatever a test made the grade write, physical.json is what its model (and the published
-    JSON Schema) describes."""
+    JSON Schema) describes, and the records store reads it as that model, to the same columns as
+    its tolerant path for earlier records would."""
+    from usd_repair_verifier.records.grades import _earlier_record_columns, current_record, separate_columns
+
     yield
     for path in tmp_path.rglob(PHYSICAL_FILE):
         PhysicalRecord.model_validate_json(path.read_bytes())
+        record = json.loads(path.read_bytes())
+        assert current_record("physical", record) is not None
+        assert separate_columns("physical", record) == _earlier_record_columns("physical", record)
 
 
 def properties(record: dict) -> list[dict]:

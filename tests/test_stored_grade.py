@@ -115,3 +115,19 @@ def test_every_grader_stores_the_same_word_for_its_own_failure() -> None:
     earlier = {"record_version": "2", "status": "error", "reason": "render failed", "score": None}
     assert separate_columns("visual", earlier)["status"] == "infrastructure_error"
     assert separate_columns("physical", {"record_version": "1", "status": "not_run"})["status"] == "not_run"
+
+
+def test_the_committed_separate_records_are_earlier_ones_read_tolerantly() -> None:
+    """The committed Harbor job's visual.json and physical.json are record_version 1, which today's
+    VisualRecord and PhysicalRecord refuse: the store reads them field by field."""
+    from usd_repair_verifier.records.grades import current_record, separate_columns
+
+    found = 0
+    for kind in ("visual", "physical"):
+        for path in sorted((JOBS / "repair-bench-fixture").glob(f"*/verifier/{kind}.json")):
+            record = json.loads(path.read_text())
+            assert current_record(kind, record) is None
+            columns = separate_columns(kind, record)
+            assert (columns["grader_version"], columns["status"]) == ("record-1", record["status"])
+            found += 1
+    assert found == 5

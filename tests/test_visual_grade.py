@@ -34,10 +34,16 @@ pytestmark = pytest.mark.usefixtures("no_network")
 @pytest.fixture(autouse=True)
 def every_visual_json_written_matches_its_model(tmp_path):
     """Whatever a test made the grade write, visual.json is what its model (and the published
-    JSON Schema) describes."""
+    JSON Schema) describes, and the records store reads it as that model, to the same columns as
+    its tolerant path for earlier records would."""
+    from usd_repair_verifier.records.grades import _earlier_record_columns, current_record, separate_columns
+
     yield
     for path in tmp_path.rglob(VISUAL_FILE):
         VisualRecord.model_validate_json(path.read_bytes())
+        record = json.loads(path.read_bytes())
+        assert current_record("visual", record) is not None
+        assert separate_columns("visual", record) == _earlier_record_columns("visual", record)
 
 
 @pytest.fixture(scope="module", autouse=True)
