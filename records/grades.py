@@ -4,7 +4,8 @@ A grade.json is read by scoring/stored_grade.py: this version's format as `Grade
 by an earlier verifier version by its one tolerant path (a benchmark's history holds both, and
 must be ingested, never refused; an unknown field is kept in the stored JSON and ignored here, a
 field of the wrong type becomes null). Only the key of a grade (its ``scoring_version`` and
-``verifier_version``) is required. The separate grades' records are read field by field.
+``verifier_version``) is required. The separate grades' records are read the same way: this
+version's format as its model (`VisualRecord`, `PhysicalRecord`), an earlier one field by field.
 """
 from __future__ import annotations
 
