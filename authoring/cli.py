@@ -29,10 +29,9 @@ from usd_repair_verifier.authoring import usd_messages
 from usd_repair_verifier.profiles.errors import ExitCode
 
 ROOT_LAYER_SUFFIXES = (".usd", ".usda", ".usdc", ".usdz")
-USAGE, REFUSED = ExitCode.USAGE, ExitCode.REFUSED
 
 
-def fail(line: str, code: ExitCode = USAGE) -> ExitCode:
+def fail(line: str, code: ExitCode = ExitCode.USAGE) -> ExitCode:
     print(line, file=sys.stderr)
     return code
 
@@ -85,7 +84,7 @@ def print_targets(reference: Path, kinds: list[str], selections: dict | None = N
             listing = list_targets(reference, kinds or None, progress=labelled("trying targets", "try"),
                                    variant_selections=selections)
     except (InjectionError, StageOpenError, OSError) as error:
-        return fail(f"cannot list targets in {reference}: {usd_messages.error_text(error)}", REFUSED)
+        return fail(f"cannot list targets in {reference}: {usd_messages.error_text(error)}", ExitCode.REFUSED)
     say_usd(said, places, "USD warned while reading the package")
     for entry in listing:
         count = len(entry.valid)
@@ -172,12 +171,12 @@ def inject_command(args: argparse.Namespace) -> int:
         with usd_messages.captured() as said:
             done = inject(reference, out, faults, args.seed, variant_selections=selections)
     except InjectionError as error:
-        return fail(f"cannot inject: {error} (nothing written)", REFUSED)
+        return fail(f"cannot inject: {error} (nothing written)", ExitCode.REFUSED)
     except OSError as error:
-        return fail(f"cannot inject: {error}", REFUSED)
+        return fail(f"cannot inject: {error}", ExitCode.REFUSED)
     except Tf.ErrorException as error:   # a layer of the reference that USD cannot read
         unread = usd_messages.relabel(usd_messages.error_text(error), {**places, staging: str(reference)})
-        return fail(f"cannot inject: {unread} (nothing written)", REFUSED)
+        return fail(f"cannot inject: {unread} (nothing written)", ExitCode.REFUSED)
     for item in done:
         print(f"{item.kind} {item.target}: {item.note}")
     say_usd(said, places, "USD warned while injecting (a fault that breaks composition is expected to)")
@@ -321,7 +320,7 @@ def freeze_command(args: argparse.Namespace) -> int:
                 faults, lines = faults_for_freeze(reference, input_, args.faults, selections)
             print("\n".join(lines))
             if isinstance(faults, str):
-                return fail(f"refusing to freeze: {faults}", REFUSED)
+                return fail(f"refusing to freeze: {faults}", ExitCode.REFUSED)
             with working("freeze: measuring the input's errors, then grading reference and input"):
                 profile = freeze(args.id or out.name, reference, input_, out, faults,
                                  progress=labelled("grading reference and input", "grade"),
@@ -331,9 +330,9 @@ def freeze_command(args: argparse.Namespace) -> int:
     except ValueError as error:   # a --faults file or a manifest that cannot be used
         return fail(str(error))
     except (FreezeRefused, SelectionRefused) as error:
-        return fail(str(error), REFUSED)
+        return fail(str(error), ExitCode.REFUSED)
     except (InjectionError, StageOpenError, OSError, Tf.ErrorException) as error:
-        return fail(f"cannot freeze: {usd_messages.error_text(error)}", REFUSED)
+        return fail(f"cannot freeze: {usd_messages.error_text(error)}", ExitCode.REFUSED)
     finally:
         say_usd(said, places, "USD warned while reading the packages (a broken input may well make it)")
     chosen = f", variant selections {selection_text(profile.variant_selections)}" if profile.variant_selections else ""

@@ -117,35 +117,45 @@ def verify_case(case: Path, progress: Callable[[Iterable], Iterable] = lambda it
     """Grade the reference and the input against the case; return the reasons to refuse it.
 
     `progress` wraps the two grades (a progress bar on a terminal)."""
+    from usd_repair_verifier.profiles.errors import NotAGrade
     from usd_repair_verifier.scoring.run import run_grade
 
     problems = []
     with tempfile.TemporaryDirectory() as tmp:
-        grades = {name: run_grade(case, case / name, Path(tmp) / name).grade or {}
-                  for name in progress(["reference", "input"])}
+        grades = {}
+        for name in progress(["reference", "input"]):
+            run = run_grade(case, case / name, Path(tmp) / name)
+            try:
+                grades[name] = run.typed_grade
+            except NotAGrade as error:
+                grades[name] = None
+                problems.append(f"the {name}'s grade.json: {error}")
+                continue
+            if grades[name] is None:
+                problems.append(f"the {name} left no grade.json (exit {run.exit_code})")
         g = grades["reference"]
-        if g.get("authored_usd") != 1.0 or not g.get("objective_success"):
-            problems.append(f"the reference scores {g.get('authored_usd')} (status {g.get('status')}, "
-                            f"objective {g.get('objective_success')}): {_why(g)}")
+        if g is not None and (g.authored_usd != 1.0 or not g.objective_success):
+            problems.append(f"the reference scores {g.authored_usd} (status {g.status.value}, "
+                            f"objective {g.objective_success}): {_why(g)}")
         g = grades["input"]
-        if g.get("authored_usd") != 0.0:
-            problems.append(f"the unchanged input scores {g.get('authored_usd')} (status {g.get('status')}), not 0")
-        if g.get("status") != "graded":
-            # A targeted element left broken costs fault credit, never validity or preservation:
-            # an input that fails a gate would zero every partial repair too.
-            problems.append(f"the unchanged input is {g.get('status')}, not graded: "
-                            f"{_why(g)}")
-        for check in g.get("checks", []):
-            if check.get("passed") is not False:
-                problems.append(f"targeted check {check['id']} does not fail on the input ({check.get('details')})")
+        if g is not None:
+            if g.authored_usd != 0.0:
+                problems.append(f"the unchanged input scores {g.authored_usd} (status {g.status.value}), not 0")
+            if g.status != "graded":
+                # A targeted element left broken costs fault credit, never validity or preservation:
+                # an input that fails a gate would zero every partial repair too.
+                problems.append(f"the unchanged input is {g.status.value}, not graded: {_why(g)}")
+            for check in g.checks:
+                if check.passed is not False:
+                    problems.append(f"targeted check {check.id} does not fail on the input ({check.details})")
     return problems
 
 
-def _why(grade: dict, shown: int = 3) -> str:
-    """A grade's reasons (or its infrastructure error) as text: the first few, then how many more."""
-    reasons = [str(r) for r in grade.get("reasons") or []]
+def _why(grade, shown: int = 3) -> str:
+    """A `Grade`'s reasons (or its infrastructure error) as text: the first few, then how many more."""
+    reasons = grade.reasons
     if not reasons:
-        return str(grade.get("infrastructure_error") or "no reason recorded")
+        return grade.infrastructure_error or "no reason recorded"
     more = f"; and {len(reasons) - shown} more" if len(reasons) > shown else ""
     return "; ".join(reasons[:shown]) + more
 

@@ -98,7 +98,8 @@ def render_test_sh(*, verifier: str = "/opt/usdgrade/verifier", python: str = "/
     extra = f"--trajectory={_shell_word(trajectory)}" if trajectory else ""
     return render("test.sh.in", VERIFIER=_shell_word(verifier), PYTHON=_shell_word(python), CASE=_shell_word(case),
                   SUBMISSION=_shell_word(submission), OUT=_shell_word(out), TIME_LIMIT=f"{time_limit:g}",
-                  BOOTSTRAP=_bootstrap(), PYCACHE=_shell_word(pycache), END_PROCESSES=sweep, GRADE_EXTRA=extra, DETAILS=_shell_word(details))
+                  BOOTSTRAP=_bootstrap(), PYCACHE=_shell_word(pycache), END_PROCESSES=sweep, GRADE_EXTRA=extra, DETAILS=_shell_word(details),
+                  INFRASTRUCTURE_ERROR=str(int(ExitCode.INFRASTRUCTURE_ERROR)))
 
 
 def _bootstrap() -> str:

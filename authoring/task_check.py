@@ -116,11 +116,9 @@ def check_task(task: Path) -> tuple[bool, str]:
 
 def check_command(task: str) -> int:
     if not Path(task).is_dir():   # a mistake in the command line, not a task that is unsound
-        from .cli import USAGE
-
         print(f"usdgrade task --check: {task} is {'not a folder' if Path(task).exists() else 'not there'}: "
               "give a task folder that usdgrade task wrote", file=sys.stderr)
-        return USAGE
+        return ExitCode.USAGE
     try:
         sound, summary = check_task(Path(task).resolve())
     except (CheckError, OSError, ValueError, subprocess.TimeoutExpired) as error:

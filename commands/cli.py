@@ -42,10 +42,8 @@ def grade(args: argparse.Namespace) -> int:
         return ExitCode.USAGE
     mistake = _grade_path_mistake(args)
     if mistake:   # a path that is not there: a mistake in the command line, nothing written
-        from usd_repair_verifier.authoring.cli import USAGE
-
         print(f"usdgrade grade: {mistake}", file=sys.stderr)
-        return USAGE
+        return ExitCode.USAGE
     # The sealed session (scoring/sealed.py), in an isolated child interpreter: nothing in the
     # submission, the current folder or the environment takes part in the grade.
     argv = command(sys.executable, args.case, args.submission, args.out, workers=args.n, select=args.k,
@@ -108,8 +106,7 @@ def _separate_record(path: str, text: bytes) -> str | None:
 
 
 def explain_command(args: argparse.Namespace) -> int:
-    from pydantic import ValidationError
-
+    from usd_repair_verifier.profiles.errors import NotAGrade
     from usd_repair_verifier.scoring import grade_file
     from usd_repair_verifier.scoring.readable import explain_lines
 
@@ -123,13 +120,10 @@ def explain_command(args: argparse.Namespace) -> int:
         print(why_not, file=sys.stderr)
         return ExitCode.USAGE
     try:
-        grade = grade_file.read(text)
-    except ValidationError as error:
-        first = error.errors()[0] if error.errors() else {}
-        where = ".".join(str(p) for p in first.get("loc", ())) or "the file"
-        print(f"cannot explain {args.grade}: not a usdgrade grade.json ({error.error_count()} problem(s); "
-              f"first: {where}: {first.get('msg', error)})", file=sys.stderr)
-        return ExitCode.USAGE
+        grade = grade_file.read(text, args.grade)
+    except NotAGrade as error:
+        print(f"cannot explain {args.grade}: {error}", file=sys.stderr)
+        return error.exit_code
     if args.html:
         return explain_page(args, grade)
     print("\n".join(explain_lines(grade)))

@@ -143,20 +143,29 @@ def check_fixture_grade(case: Path, submission: Path, expected: float | None) ->
         run = subprocess.run([sys.executable, "-m", "usd_repair_verifier.commands.cli", "grade", str(submission), "--case", str(case),
                               "--out", str(Path(tmp) / "out")], cwd=tmp, capture_output=True, text=True)
         seconds = time.perf_counter() - start
-        reward_file = Path(tmp) / "out" / "reward.json"
-        reward = None
-        if reward_file.is_file():
-            import json
-
-            reward = json.loads(reward_file.read_text()).get("authored_usd")
-    if expected is None and reward is not None and run.returncode == 0:
+        reward = _graded_reward(Path(tmp) / "out")
+    if expected is None and reward is not None and run.returncode == ExitCode.DONE:
         return [Finding("ok", "fixture grade", f"{case.name}: reward {reward} ({seconds:.1f} s); no expected "
                                                "reward to compare with (--expect R)")]
-    if reward == expected and run.returncode == 0:
+    if reward == expected and run.returncode == ExitCode.DONE:
         return [Finding("ok", "fixture grade", f"{case.name}: reward {reward} as expected ({seconds:.1f} s)")]
     tail = (run.stderr.strip().splitlines() or run.stdout.strip().splitlines() or ["no output"])[-1]
     return [Finding("FAIL", "fixture grade", f"{case.name}: reward {reward}, expected {expected}, "
                                              f"exit {run.returncode}: {tail}")]
+
+
+def _graded_reward(out: Path) -> float | None:
+    """The reward the fixture's grade.json records, read as the verifier's `Grade`; None when the
+    grade wrote no reward (its reward.json is the same number) or left no grade."""
+    from usd_repair_verifier.profiles.errors import NotAGrade
+    from usd_repair_verifier.scoring.grade_file import load
+
+    if not (out / "reward.json").is_file():
+        return None
+    try:
+        return load(out / "grade.json").authored_usd
+    except NotAGrade:
+        return None
 
 
 def check_case(case: Path) -> list[Finding]:

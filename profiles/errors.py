@@ -61,6 +61,11 @@ class UsageMistake(VerifierError):
     exit_code = ExitCode.USAGE
 
 
+class NotAGrade(UsageMistake):
+    """A file given as a grade.json that this verifier's `Grade` does not read: unreadable, not
+    JSON, or another shape (exit 2). Its site is the file."""
+
+
 class InfrastructureFault(VerifierError):
     """The verifier itself could not do its work (exit 3): never a score."""
 

@@ -1,56 +1,15 @@
 """From the graders' files to table columns: grade.json, visual.json, physical.json.
 
-Tolerant by design: a benchmark's history holds files written by other verifier versions, so they
-are not loaded as this version's `Grade` (which would refuse them): an unknown field is kept in the
-stored JSON and ignored here, a field of the wrong type becomes null (never a crash, never a
-guess). Only the key of a grade (its ``scoring_version`` and ``verifier_version``) is required.
+A grade.json is read by scoring/stored_grade.py: this version's format as `Grade`, a file written
+by an earlier verifier version by its one tolerant path (a benchmark's history holds both, and
+must be ingested, never refused; an unknown field is kept in the stored JSON and ignored here, a
+field of the wrong type becomes null). Only the key of a grade (its ``scoring_version`` and
+``verifier_version``) is required. The separate grades' records are read the same way: this
+version's format as its model (`VisualRecord`, `PhysicalRecord`), an earlier one field by field.
 """
 from __future__ import annotations
 
-import math
-from typing import Any
-
-# Statuses the closed-book grading writes: the reward is withheld (violation) or the run could not
-# prove the agent had no network (unverified). Stored as the grade's `closed_book` outcome.
-CLOSED_BOOK_STATUSES = {"closed_book_violation": "violation", "closed_book_unverified": "unverified"}
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    try:
-        value = float(value)
-    except OverflowError:             # an integer too large for a float
-        return None
-    return value if math.isfinite(value) else None
-
-
-def _flag(value: Any) -> bool | None:
-    return value if isinstance(value, bool) else None
-
-
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def _version(grade: dict, name: str) -> str:
-    value = grade.get(name)
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        value = str(value)
-    if not isinstance(value, str) or not value or len(value) > 64:
-        raise ValueError(f"the grade has no usable {name} (got {value!r})")
-    return value
-
-
-def _closed_book(grade: dict) -> str | None:
-    status = grade.get("status")
-    if status in CLOSED_BOOK_STATUSES:
-        return CLOSED_BOOK_STATUSES[status]
-    block = grade.get("closed_book")               # {"required": false} on an open-book case
-    if isinstance(block, dict) and block.get("required") is not False:
-        outcome = block.get("status")               # clean, violation, unverified
-        return outcome if isinstance(outcome, str) else None
-    return None
+from usd_repair_verifier.scoring.stored_grade import StoredGrade, number, stored, text
 
 
 def is_solved(status: str | None, objective_success: bool | None, f: float | None) -> bool:
@@ -58,59 +17,43 @@ def is_solved(status: str | None, objective_success: bool | None, f: float | Non
     return status == "graded" and objective_success is True and f is not None and f >= 1.0
 
 
-def grade_columns(grade: dict) -> dict:
+def _key(grade: StoredGrade, data: dict, name: str) -> str:
+    value = getattr(grade, name)
+    if value is None:
+        raise ValueError(f"the grade has no usable {name} (got {data.get(name)!r})")
+    return value
+
+
+def grade_columns(data: dict) -> dict:
     """The `grades` columns of a parsed grade.json (the episode and origin aside)."""
-    if not isinstance(grade, dict):
-        raise ValueError("grade.json is not a JSON object")
-    status = _text(grade.get("status"))
-    f = _number(grade.get("targeted_repair_fraction"))
-    objective = _flag(grade.get("objective_success"))
-    digests = grade.get("digests") if isinstance(grade.get("digests"), dict) else {}
-    candidate = digests.get("candidate") if isinstance(digests.get("candidate"), dict) else {}
-    profile = grade.get("profile") if isinstance(grade.get("profile"), dict) else {}
-    violations = grade.get("network_violations")
+    grade = stored(data)
+    f = grade.targeted_repair_fraction
     return {
-        "scoring_version": _version(grade, "scoring_version"),
-        "verifier_version": _version(grade, "verifier_version"),
-        "status": status,
-        "authored_usd": _number(grade.get("authored_usd")),
-        "raw_authored_usd": _number(grade.get("raw_authored_usd")),
+        "scoring_version": _key(grade, data, "scoring_version"),
+        "verifier_version": _key(grade, data, "verifier_version"),
+        "status": grade.status,
+        "authored_usd": grade.authored_usd,
+        "raw_authored_usd": grade.raw_authored_usd,
         "f": f,
-        "s": _number(grade.get("targeted_semantic_score")),
-        "objective_success": objective,
-        "submission_valid": _flag(grade.get("submission_valid")),
-        "preservation_pass": _flag(grade.get("preservation_pass")),
-        "closed_book": _closed_book(grade),
-        "network_violations": violations if isinstance(violations, list) else None,
-        "infrastructure_error": _text(grade.get("infrastructure_error")),
-        "solved": is_solved(status, objective, f),
-        "case_id": _text(profile.get("id")),
-        "profile_digest": _text(profile.get("digest")),
-        "candidate_digest": _text(candidate.get("digest")),
+        "s": grade.targeted_semantic_score,
+        "objective_success": grade.objective_success,
+        "submission_valid": grade.submission_valid,
+        "preservation_pass": grade.preservation_pass,
+        "closed_book": grade.closed_book,
+        "network_violations": grade.network_violations,
+        "infrastructure_error": grade.infrastructure_error,
+        "solved": is_solved(grade.status, grade.objective_success, f),
+        "case_id": grade.case_id,
+        "profile_digest": grade.profile_digest,
+        "candidate_digest": grade.candidate_digest,
     }
 
 
-def check_rows(grade: dict) -> list[dict]:
+def check_rows(data: dict) -> list[dict]:
     """One `checks` row per check of the grade, the fault's kind looked up in its `faults`."""
-    kinds = {}
-    for fault in grade.get("faults") or []:
-        if isinstance(fault, dict) and isinstance(fault.get("id"), str):
-            kinds[fault["id"]] = _text(fault.get("kind"))
-    rows, seen = [], set()
-    for check in grade.get("checks") or []:
-        if not isinstance(check, dict) or not isinstance(check.get("id"), str):
-            continue
-        if check["id"] in seen or len(check["id"]) > 300:   # the key must stay unique and bounded
-            continue
-        seen.add(check["id"])
-        fault = _text(check.get("fault"))
-        rows.append({
-            "check_id": check["id"], "fault_id": fault, "fault_kind": kinds.get(fault),
-            "family": _text(check.get("family")), "measure": _text(check.get("measure")),
-            "target": _text(check.get("target")), "passed": _flag(check.get("passed")),
-            "progress": _number(check.get("progress")),
-        })
-    return rows
+    return [{"check_id": c.id, "fault_id": c.fault, "fault_kind": c.fault_kind, "family": c.family,
+             "measure": c.measure, "target": c.target, "passed": c.passed, "progress": c.progress}
+            for c in stored(data).checks]
 
 
 def grader_version(record: dict) -> str:
@@ -121,19 +64,66 @@ def grader_version(record: dict) -> str:
     return f"record-{record.get('record_version')}"[:64]
 
 
+# Earlier visual grades named the verifier's own failure `error`; every grader's file now says
+# `infrastructure_error` for it (the same meaning: only the word changed), and so does the store.
+EARLIER_STATUSES = {"visual": {"error": "infrastructure_error"}}
+# A count outside this range is not stored (the column is a 32-bit integer).
+COUNT_LIMIT = 2 ** 31
+
+
 def separate_columns(kind: str, record: dict) -> dict:
-    """The `visual` or `physical` columns of a parsed record (the episode aside)."""
+    """The `visual` or `physical` columns of a parsed record (the episode aside). A record of this
+    version's format is read as its model (VisualRecord, PhysicalRecord); any other field by
+    field, as stored grades are: a store holds records of earlier versions (the committed Harbor
+    job's are record_version 1, which today's models refuse). Both read a current record alike."""
     if not isinstance(record, dict):
         raise ValueError(f"{kind}.json is not a JSON object")
-    columns = {"grader_version": grader_version(record), "status": _text(record.get("status")),
-               "reason": _text(record.get("reason"))}
+    typed = current_record(kind, record)
+    if typed is None:
+        return _earlier_record_columns(kind, record)
+    columns = {"grader_version": grader_version(record), "status": typed.status, "reason": typed.reason}
+    if kind == "visual":
+        judge = typed.judge
+        model = (judge.models_answered[0] if judge.models_answered else judge.model_requested) if judge else None
+        columns.update(score=number(typed.score), model=model,
+                       rubric_digest=typed.rubric.digest if typed.rubric else None)
+    else:
+        summary, engine = typed.summary, typed.engine
+
+        def count(value: int) -> int | None:
+            return value if 0 <= value < COUNT_LIMIT else None
+
+        columns.update(measured=count(summary.measured), passed=count(summary.passed), failed=count(summary.failed),
+                       unmeasured=count(summary.null), engine_versions=engine.versions if engine else None)
+    return columns
+
+
+def current_record(kind: str, record: dict):
+    """The record as its grader's model, or None when it is not of this version's format."""
+    from pydantic import ValidationError
+
+    from usd_repair_verifier.physical.record import PhysicalRecord
+    from usd_repair_verifier.visual.record import VisualRecord
+
+    try:
+        return {"visual": VisualRecord, "physical": PhysicalRecord}[kind].model_validate(record)
+    except ValidationError:
+        return None
+
+
+def _earlier_record_columns(kind: str, record: dict) -> dict:
+    """The tolerant path for the separate grades' records: a field of the wrong type null."""
+    status = text(record.get("status"))
+    columns = {"grader_version": grader_version(record),
+               "status": EARLIER_STATUSES.get(kind, {}).get(status, status),
+               "reason": text(record.get("reason"))}
     if kind == "visual":
         judge = record.get("judge") if isinstance(record.get("judge"), dict) else {}
         answered = judge.get("models_answered")
         model = answered[0] if isinstance(answered, list) and answered else judge.get("model_requested")
         rubric = record.get("rubric") if isinstance(record.get("rubric"), dict) else {}
-        columns.update(score=_number(record.get("score")), model=_text(model),
-                       rubric_digest=_text(rubric.get("digest")))
+        columns.update(score=number(record.get("score")), model=text(model),
+                       rubric_digest=text(rubric.get("digest")))
     else:
         summary = record.get("summary") if isinstance(record.get("summary"), dict) else {}
         engine = record.get("engine") if isinstance(record.get("engine"), dict) else {}
@@ -141,7 +131,7 @@ def separate_columns(kind: str, record: dict) -> dict:
 
         def count(name):
             value = summary.get(name)
-            ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2 ** 31
+            ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value < COUNT_LIMIT
             return value if ok else None
 
         columns.update(measured=count("measured"), passed=count("passed"), failed=count("failed"),

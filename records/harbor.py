@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from usd_repair_verifier.profiles.errors import Refused
+from usd_repair_verifier.scoring.stored_grade import stored
 
 MAX_JSON_BYTES = 64 * 1024 * 1024      # a larger record file is skipped, never parsed
 SEPARATE_FILES = ("visual", "physical")
@@ -258,10 +259,10 @@ def _graders_files(root: Path, folder: Path, source: EpisodeSource) -> None:
 
 def _from_grade(source: EpisodeSource) -> None:
     """The fields only the grade knows: case id, profile digest, the submission's digest."""
-    grade = source.grade.data if source.grade else {}
-    source.fields.update(case_id=_text(_get(grade, "profile", "id")),
-                         profile_digest=_text(_get(grade, "profile", "digest")),
-                         submission_digest=_text(_get(grade, "digests", "candidate", "digest")))
+    grade = stored(source.grade.data) if source.grade else None
+    source.fields.update(case_id=grade.case_id if grade else None,
+                         profile_digest=grade.profile_digest if grade else None,
+                         submission_digest=grade.candidate_digest if grade else None)
 
 
 def trial_episode(trial_dir: Path, result: dict, job: dict | None = None) -> EpisodeSource:

@@ -209,11 +209,12 @@ class Outcome:
 
     @classmethod
     def of(cls, stored: Stored, result: ItemResult) -> "Outcome":
+        from usd_repair_verifier.profiles.errors import NotAGrade
         from usd_repair_verifier.scoring import grade_file
 
         try:   # the grade this verifier just wrote, read back as its own type
             grade = grade_file.read(result.grade_text) if result.grade_text else None
-        except ValueError:   # pydantic's ValidationError: not a grade this version writes
+        except NotAGrade:   # not a grade this version writes: said as "no grade", never a score
             grade = None
         return cls(stored.key, grade.status.value if grade else "no grade", stored.previous_reward,
                    grade.authored_usd if grade else None, result.worker, result.peak_rss_mb, result.node,

@@ -17,6 +17,9 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from usd_repair_verifier.scoring import stored_grade
+from usd_repair_verifier.scoring.stored_grade import StoredGrade
+
 # Harbor re-creates a declared artifact under the trial's artifacts/ folder at its path.
 DEFAULT_SUBMISSION_IN = "artifacts/app"
 WHERE_FIELDS = ("model", "task", "status", "version")
@@ -53,51 +56,47 @@ def _get(data: dict | None, *keys):
     return data
 
 
-def _previous_reward(grade: dict | None, verifier: Path) -> float | None:
-    value = _get(grade, "authored_usd")
+def _previous_reward(grade: StoredGrade | None, verifier: Path) -> float | None:
+    value = grade.authored_usd if grade is not None else None
     if value is None:
         value = _get(_json(verifier / "reward.json"), "authored_usd")
     return float(value) if isinstance(value, (int, float)) else None
 
 
-# The statuses only the closed-book rule gives (scoring/reward.py).
-CLOSED_BOOK_STATUSES = ("closed_book_violation", "closed_book_unverified")
-
-
-def graded_closed_book(grade: dict | None) -> bool:
-    """The grade applied the closed-book rule: its record says so, or its status is the rule's."""
-    block = _get(grade, "closed_book")
-    return (isinstance(block, dict) and block.get("required") is True) or _get(grade, "status") in CLOSED_BOOK_STATUSES
+def _stored_grade(path: Path) -> StoredGrade | None:
+    """The earlier grade (of this version's format or an earlier one: scoring/stored_grade.py),
+    None when there is no readable JSON object."""
+    data = _json(path)
+    return stored_grade.stored(data) if data is not None else None
 
 
 def trial_submission(trial: Path, submission_in: str = DEFAULT_SUBMISSION_IN) -> Stored:
     """One Harbor trial folder as a stored submission."""
     result = _json(trial / "result.json") or {}
-    grade = _json(trial / "verifier" / "grade.json")
+    grade = _stored_grade(trial / "verifier" / "grade.json")
     task = result.get("task_name") or _get(result, "config", "task", "path")
     model = _get(result, "agent_info", "model_info", "name") or _get(result, "config", "agent", "model_name")
     version = None
     if grade is not None:
-        version = f"{grade.get('scoring_version')}+{grade.get('verifier_version')}"
-    profile_digest = _get(grade, "profile", "digest")
+        version = f"{grade.scoring_version}+{grade.verifier_version}"
     trajectory = trial / "agent" / "trajectory.json"
-    closed = graded_closed_book(grade)
+    closed = grade is not None and grade.closed_book_required
     stored = Stored(
         key=f"{trial.parent.name}/{trial.name}",
         submission=trial / submission_in,
-        case_id=_get(grade, "profile", "id") or (Path(task).name if task else None),
-        meta={"model": model, "task": task, "status": _get(grade, "status"), "version": version},
+        case_id=(grade.case_id if grade else None) or (Path(task).name if task else None),
+        meta={"model": model, "task": task, "status": grade.status if grade else None, "version": version},
         previous_reward=_previous_reward(grade, trial / "verifier"),
         # Harbor's place for it; a trial graded closed book names it even when it is gone (the
         # grade then says no trajectory was found there: closed_book_unverified).
         trajectory=trajectory if closed or trajectory.is_file() else None,
-        graded_profiles=(profile_digest,) if isinstance(profile_digest, str) and profile_digest else (),
+        graded_profiles=(grade.profile_digest,) if grade and grade.profile_digest else (),
         closed_book=closed,
     )
     if not result:
         stored.problem = "no readable result.json: not a Harbor trial"
     elif stored.submission.is_dir():
-        stored.problem = changed_since_graded(stored.submission, _get(grade, "digests", "candidate", "digest"))
+        stored.problem = changed_since_graded(stored.submission, grade.candidate_digest if grade else None)
     return stored
 
 

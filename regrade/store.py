@@ -21,7 +21,8 @@ from urllib.parse import unquote, urlparse
 from usd_repair_verifier.profiles.schema import SCORING_VERSION
 
 from usd_repair_verifier.scoring import VERIFIER_VERSION
-from usd_repair_verifier.regrade.sources import CLOSED_BOOK_STATUSES, DEFAULT_SUBMISSION_IN, Stored, changed_since_graded
+from usd_repair_verifier.scoring.stored_grade import CLOSED_BOOK_STATUSES
+from usd_repair_verifier.regrade.sources import DEFAULT_SUBMISSION_IN, Stored, changed_since_graded
 from usd_repair_verifier.regrade.warm import ItemResult
 
 

@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_serializer
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_serializer
 
 from usd_repair_verifier.profiles.result_record import ComponentResult, GateResult
 from usd_repair_verifier.profiles.case import Case
 from usd_repair_verifier.profiles.digest import tree_digest
+from usd_repair_verifier.profiles.errors import NotAGrade
 from usd_repair_verifier.profiles.jsonable import jsonable
 from usd_repair_verifier.profiles.schema import SCORING_VERSION
 
@@ -171,11 +172,28 @@ class Grade(_Strict):
         return sorted(failing, key=lambda c: (c.progress if c.progress is not None else -1.0, c.id))
 
 
-def read(data: dict | str | bytes) -> Grade:
-    """A grade.json parsed (raises pydantic's ValidationError on one that is not a grade)."""
-    if isinstance(data, (str, bytes)):
-        return Grade.model_validate_json(data)
-    return Grade.model_validate(data)
+def read(data: dict | str | bytes, source: str | os.PathLike | None = None) -> Grade:
+    """A grade.json parsed; `NotAGrade` (its site `source`, the file it came from) when it is not
+    a grade this verifier writes, with the number of problems and the first of them."""
+    try:
+        if isinstance(data, (str, bytes)):
+            return Grade.model_validate_json(data)
+        return Grade.model_validate(data)
+    except ValidationError as error:
+        first = error.errors()[0] if error.errors() else {}
+        where = ".".join(str(p) for p in first.get("loc", ())) or "the file"
+        raise NotAGrade(f"not a usdgrade grade.json ({error.error_count()} problem(s); first: {where}: "
+                        f"{first.get('msg', error)})", site=None if source is None else str(source)) from None
+
+
+def load(path: str | os.PathLike) -> Grade:
+    """The grade.json at `path` as a `Grade`: the one way every reader of a grade this verifier
+    wrote loads it. `NotAGrade` (its site the path) when the file cannot be read or is not a grade."""
+    try:
+        text = Path(path).read_bytes()
+    except OSError as error:
+        raise NotAGrade(f"cannot read it: {error.strerror or error}", site=str(path)) from None
+    return read(text, path)
 
 
 # Hashing a hostile submission must stay cheap: beyond this many bytes it is not hashed.

@@ -24,7 +24,6 @@ __all__ = ["NO_RESULTS", "TestRecord", "TestResults"]  # the records decide() re
 
 REWARD_CAP = 0.99
 WEIGHT_F = WEIGHT_S = 0.5   # R = WEIGHT_F F + WEIGHT_S S
-INFRASTRUCTURE_EXIT = ExitCode.INFRASTRUCTURE_ERROR
 
 
 class Status(str, enum.Enum):
@@ -43,7 +42,7 @@ OUTCOMES = {
     Status.INVALID: (True, ExitCode.DONE),
     Status.PRESERVATION_FAILED: (True, ExitCode.DONE),
     Status.PARTIAL: (False, None),
-    Status.INFRASTRUCTURE_ERROR: (True, INFRASTRUCTURE_EXIT),
+    Status.INFRASTRUCTURE_ERROR: (True, ExitCode.INFRASTRUCTURE_ERROR),
     # The grade itself worked: the agent's conduct zeroed it.
     Status.CLOSED_BOOK_VIOLATION: (True, ExitCode.DONE),
     Status.CLOSED_BOOK_UNVERIFIED: (True, ExitCode.DONE),

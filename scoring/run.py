@@ -11,8 +11,12 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .outputs import GRADE_FILE, REWARD_FILE
+
+if TYPE_CHECKING:
+    from .grade_file import Grade
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -20,10 +24,18 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 @dataclass(frozen=True)
 class RunResult:
     exit_code: int
-    grade: dict | None
+    grade: dict | None       # grade.json as JSON, for tests that look at the file's very content
     reward: dict | None
     stdout: str
     stderr: str
+
+    @property
+    def typed_grade(self) -> Grade | None:
+        """grade.json as the verifier's `Grade` (what every reader uses), None when the run left
+        none; `NotAGrade` when it left something that is not a grade."""
+        from .grade_file import read
+
+        return None if self.grade is None else read(self.grade)
 
 
 def _read(path: Path) -> dict | None:

@@ -15,8 +15,6 @@ workers wrote, so unpickling it is safe.
 """
 from __future__ import annotations
 
-from usd_repair_verifier.profiles.errors import ExitCode
-
 import os
 import pickle
 import tempfile
@@ -25,11 +23,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from usd_repair_verifier.profiles.case import CaseError
-from usd_repair_verifier.profiles.errors import InfrastructureFault
+from usd_repair_verifier.profiles.errors import ExitCode, InfrastructureFault
 
 WORKER_INPUT_KEY = "usdgrade_shared_work"
 POLL_S = 0.01
-WORKER_GAVE_UP_EXIT = ExitCode.INFRASTRUCTURE_ERROR
 
 
 class VerifierFault(InfrastructureFault):
@@ -100,7 +97,7 @@ class SharedWork:
             except OSError:
                 # Not even the failure can be published (a full disk): end this worker, so that
                 # the others see its claim die (a verifier fault) instead of waiting for ever.
-                os._exit(WORKER_GAVE_UP_EXIT)
+                os._exit(ExitCode.INFRASTRUCTURE_ERROR)
             raise
         self.mine[unit] = value
         return value

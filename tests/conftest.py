@@ -1,5 +1,7 @@
 """Fixtures shared by the verifier's own tests. (The checkout's root is on sys.path for `tests.*`,
 `bench.*` and `fixtures.*`: pyproject.toml's pytest `pythonpath`.)"""
+import json
+
 import pytest
 
 
@@ -17,13 +19,20 @@ def no_network(monkeypatch):
 
 @pytest.fixture
 def written_records_match(tmp_path):
-    """Call with (file name, pydantic model): at teardown, every file of that name the test made
-    a grade write below tmp_path is what its model (and the published JSON Schema) describes."""
+    """Call with (file name, pydantic model, kind of record): at teardown, every file of that name
+    the test made a grade write below tmp_path is what its model (and the published JSON Schema)
+    describes, and the records store reads it as that model, to the same columns as its tolerant
+    path for earlier records would."""
+    from usd_repair_verifier.records.grades import _earlier_record_columns, current_record, separate_columns
+
     records = []
-    yield lambda name, model: records.append((name, model))
-    for name, model in records:
+    yield lambda name, model, kind: records.append((name, model, kind))
+    for name, model, kind in records:
         for path in tmp_path.rglob(name):
             model.model_validate_json(path.read_bytes())
+            record = json.loads(path.read_bytes())
+            assert current_record(kind, record) is not None
+            assert separate_columns(kind, record) == _earlier_record_columns(kind, record)
 
 
 @pytest.fixture(autouse=True, scope="session")

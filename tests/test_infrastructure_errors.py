@@ -26,14 +26,13 @@ from pathlib import Path
 import pytest
 
 from usd_repair_verifier.profiles.digest import tree_digest
+from usd_repair_verifier.profiles.errors import ExitCode
 from usd_repair_verifier.scoring.run import run_grade
 from tests.grade_in_process import grade_warm
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = ROOT / "fixtures" / "cases"
 CASE = "hopper_graph_and_state"   # the quickest committed case to grade
-INFRASTRUCTURE_EXIT = 3
-USAGE_ERROR_EXIT = 4
 FALLBACK = {"authored_usd": 0.0}
 TIMEOUT = 300
 
@@ -73,7 +72,7 @@ def assert_only_outputs(out: Path, *names: str) -> None:
 
 def assert_infrastructure_error(result, out: Path, *words: str) -> str:
     assert result.grade is not None, debug(result)
-    assert result.exit_code == INFRASTRUCTURE_EXIT, debug(result)
+    assert result.exit_code == ExitCode.INFRASTRUCTURE_ERROR, debug(result)
     assert result.grade["status"] == "infrastructure_error", result.grade
     assert result.reward == FALLBACK
     assert json.loads((out / "reward.json").read_text()) == FALLBACK  # exactly that key
@@ -251,7 +250,7 @@ def test_out_inside_the_submission_is_a_usage_error(case, submission, tmp_path, 
         link.symlink_to(submission, target_is_directory=True)
         out = link / "out"
     r = grade(case, submission, out)
-    assert r.exit_code == USAGE_ERROR_EXIT, debug(r)
+    assert r.exit_code == ExitCode.PYTEST_USAGE, debug(r)
     assert "inside the submission" in r.stderr + r.stdout, debug(r)
     assert sorted(str(p.relative_to(submission)) for p in submission.rglob("*")) == listing
     assert tree_digest(submission) == before

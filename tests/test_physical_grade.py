@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-from usd_repair_verifier.physical import cli as physical_cli
 from usd_repair_verifier.physical import runtime_server
 from bench.calibrate_physical import split_door_panel
 from usd_repair_verifier.physical.grade import PHYSICAL_FILE, run_physical, session_env
@@ -51,7 +50,7 @@ pytestmark = pytest.mark.usefixtures("forked_runtime_sessions")
 
 @pytest.fixture(autouse=True)
 def every_physical_json_written_matches_its_model(written_records_match):
-    written_records_match(PHYSICAL_FILE, PhysicalRecord)
+    written_records_match(PHYSICAL_FILE, PhysicalRecord, "physical")
 
 
 def properties(record: dict) -> list[dict]:

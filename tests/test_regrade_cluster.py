@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from usd_repair_verifier.regrade.warm import Item, WarmGrader
-from usd_repair_verifier.scoring.reward import INFRASTRUCTURE_EXIT
+from usd_repair_verifier.profiles.errors import ExitCode
 
 # Not in the inner loop: Ray clusters: the regrade command's local engine runs in the inner loop (tests/test_regrade.py).
 pytestmark = pytest.mark.slow
@@ -94,7 +94,7 @@ def test_an_engine_without_an_address_starts_its_own_cluster_and_stops_all_of_it
     spot = outcome["spot"]
     assert spot["joined_standing"] is False and spot["cpus"] == 1
     [(key, exit_code, grade)] = spot["limited"]
-    assert key == "spot" and grade["status"] == "infrastructure_error" and exit_code == INFRASTRUCTURE_EXIT, grade
+    assert key == "spot" and grade["status"] == "infrastructure_error" and exit_code == ExitCode.INFRASTRUCTURE_ERROR, grade
     assert "time limit of 0.05 s exceeded" in grade["infrastructure_error"]
     assert spot["still_up"] is True
     [(key, status, node)] = spot["graded"]

@@ -33,7 +33,7 @@ pytestmark = pytest.mark.usefixtures("no_network")
 
 @pytest.fixture(autouse=True)
 def every_visual_json_written_matches_its_model(written_records_match):
-    written_records_match(VISUAL_FILE, VisualRecord)
+    written_records_match(VISUAL_FILE, VisualRecord, "visual")
 
 
 @pytest.fixture(scope="module", autouse=True)

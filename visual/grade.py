@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from usd_repair_verifier.profiles.digest import tree_digest
+from usd_repair_verifier.profiles.errors import NotAGrade
 from usd_repair_verifier.scoring import grade_file
 from usd_repair_verifier.scoring.grade_file import Grade
 from usd_repair_verifier.scoring.outputs import prepare_separate_output, write_json
@@ -131,10 +132,9 @@ def _check_inputs(run: _Run, case: Path, submission: Path, grade_path: Path):
     None) or (None, finished record)."""
     record = run.record
     try:   # the authored-USD grade this verifier wrote, read back as its own type
-        grade = grade_file.read(Path(grade_path).read_bytes())
-    except (OSError, ValueError) as error:    # pydantic's ValidationError is a ValueError
-        first = str(error).splitlines()[0] if str(error) else type(error).__name__
-        return None, run.finish("infrastructure_error", f"cannot read the objective grade {grade_path}: {first}")
+        grade = grade_file.load(grade_path)
+    except NotAGrade as error:
+        return None, run.finish("infrastructure_error", f"cannot read the objective grade {grade_path}: {error}")
     record["objective"] = grade.model_dump(mode="json", include={
         "status", "submission_valid", "preservation_pass", "objective_success", "authored_usd"})
     ok, why = eligibility(grade)

@@ -135,7 +135,7 @@ class VisualRecord(_Strict):
     reason: str | None = Field(description="why not graded; null when graded")
     score: float | None = Field(ge=0, le=1, description="the rubric score when graded; null otherwise")
     rubric_score: float | None = Field(ge=0, le=1, description="the raw rubric score whenever the judge answered, "
-                                                              "also when status is error")
+                                                              "also when status is infrastructure_error")
     dry_run: bool = Field(description="true when the fake judge gave the verdicts: not a real grade")
     case: str
     submission: str
