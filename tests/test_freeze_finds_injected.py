@@ -111,6 +111,20 @@ def test_an_injected_fault_is_found_as_itself(kind, tmp_path):
     assert tried, f"no fixture package takes a fault of kind {kind}"
 
 
+def injected_pair(reference: Path, here: Path, first: tuple[str, str], second: tuple[str, str]) -> bool:
+    """Inject both faults (kind, target) into here/both, and each alone into here/first and
+    here/second (a folder of its own for each try: USD keeps a layer it opened under its path);
+    False where an injector refuses its target."""
+    try:
+        with muted():
+            inject(reference, here / "both", [first, second], SEED)
+            inject(reference, here / "first", [first], SEED)
+            inject(reference, here / "second", [second], SEED)
+    except InjectionError:
+        return False
+    return True
+
+
 def adjacent(reference: Path, first: str, second: str) -> list[tuple[str, str]]:
     """(body, its joint or part) pairs of the reference for the two kinds' targets, seeded order."""
     snap = snapshot(reference)
@@ -132,28 +146,23 @@ def test_two_faults_side_by_side_are_both_found_and_each_repair_earns_its_share(
                                                                                 monkeypatch):
     monkeypatch.setattr("usd_repair_verifier.scoring.run.run_grade", grade_warm)
     for reference in [*ASSETS, ROBOT]:
-        for body, other in adjacent(reference, first, second):
-            try:
-                with muted():
-                    inject(reference, tmp_path / "both", [(first, body), (second, other)], SEED)
-                    inject(reference, tmp_path / "first_left", [(first, body)], SEED)
-                    inject(reference, tmp_path / "second_left", [(second, other)], SEED)
-            except InjectionError:
-                continue
-            break
+        for n, (body, other) in enumerate(adjacent(reference, first, second)):
+            here = tmp_path / f"{reference.parent.name}-{reference.name}-{n}"
+            if injected_pair(reference, here, (first, body), (second, other)):
+                break
         else:
             continue
         break
     else:
         pytest.fail(f"no fixture package takes {first} on a body and {second} beside it")
-    both = found(reference, tmp_path / "both")
+    both = found(reference, here / "both")
     assert [t for t, _ in both] == sorted([body, other]), both
     wanted = dict([(body, first), (other, second)])
     assert all(same_measurement(kind, wanted[target]) for target, kind in both), both
     faults = [Fault(id="f1", kind=first, target=body), Fault(id="f2", kind=second, target=other)]
-    freeze(f"pair-{first}-{second}", reference, tmp_path / "both", tmp_path / "case", faults)
-    for left in ("first_left", "second_left"):
-        decision = grade(tmp_path / "case", tmp_path / left)
+    freeze(f"pair-{first}-{second}", reference, here / "both", tmp_path / "case", faults)
+    for left in ("first", "second"):      # the package with only that fault left
+        decision = grade(tmp_path / "case", here / left)
         assert decision.status == "graded", (left, decision.reasons)
         assert 0.0 < decision.authored_usd < 0.99, (left, decision.authored_usd, decision.reasons)
 
@@ -184,14 +193,8 @@ def test_every_pair_of_kinds_on_adjacent_targets_is_found_as_two_faults(first, s
     fault), both are found, each as its kind, and nothing else on either target."""
     for reference in [*ASSETS, ROBOT]:
         for n, (body, other) in enumerate(adjacent(reference, first, second)[:TRIES]):
-            # A folder of its own for each try: USD keeps a layer it opened under its path.
             here = tmp_path / f"{reference.parent.name}-{reference.name}-{n}"
-            try:
-                with muted():
-                    inject(reference, here / "both", [(first, body), (second, other)], SEED)
-                    inject(reference, here / "first", [(first, body)], SEED)
-                    inject(reference, here / "second", [(second, other)], SEED)
-            except InjectionError:
+            if not injected_pair(reference, here, (first, body), (second, other)):
                 continue
             made = {name: {(f.family, f.measure, f.target) for f in detect(reference, here / name).differences}
                     for name in ("first", "second", "both")}
