@@ -28,8 +28,8 @@ from tests.test_hostile_submissions import (  # noqa: F401 (outcome_table is a f
     copy_of,
     grade,
     outcome_table,
-    write,
 )
+from tests.variants import write_file as write
 
 # A grade of one of these must be quick: the budget stops the count, not a timeout.
 QUICK_SECONDS = 60
