@@ -111,6 +111,7 @@ def test_freeze_uses_the_manifest_and_reports_collateral(tmp_path):
     assert r.returncode != 0 and "refusing to freeze" in r.stderr and not (tmp_path / "case").exists()
 
 
+@pytest.mark.slow
 def test_a_disabled_hinge_moves_the_articulation_as_a_knock_on(tmp_path):
     # Seed 1 disables the hinge: the articulation's roots change with it, the declared knock-on of
     # a joint's state, so it is neither collateral nor a fault of its own.
@@ -157,6 +158,7 @@ def test_targets_prints_no_progress_when_not_on_a_terminal():
     assert r.returncode == 0 and "try/s" not in r.stderr and "%" not in r.stderr
 
 
+@pytest.mark.slow
 def test_collateral_of_several_faults_is_filed_under_the_fault_that_causes_it(tmp_path):
     from usd_repair_verifier.authoring.freeze import detect_faults
     from usd_repair_verifier.authoring.manifest import collateral, write_manifest

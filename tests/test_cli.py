@@ -22,6 +22,7 @@ def usdgrade(*args: str) -> subprocess.CompletedProcess:
     return command_runner.usdgrade(*args, cwd=ROOT, timeout=None)
 
 
+@pytest.mark.slow
 def test_grade_writes_what_pytest_checks_writes(tmp_path):
     r = usdgrade("grade", str(DEMO), "--case", str(CASE), "--out", str(tmp_path / "cli"))
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]

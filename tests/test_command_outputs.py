@@ -94,6 +94,7 @@ def test_usdgrade_grade_refuses_out_inside_the_case_and_a_trajectory_among_its_o
     assert r.returncode == 4 and "trajectory" in r.stderr and "would be removed" in r.stderr, r.stderr
 
 
+@pytest.mark.slow
 def test_the_grade_keeps_what_else_its_out_holds(tmp_path):
     """Harbor's /logs/verifier holds its own log beside the grade: only reward.json and grade.json go."""
     out = tmp_path / "out"

@@ -2,7 +2,6 @@
 drawn only from the graded bytes."""
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 

@@ -107,6 +107,7 @@ def test_a_mass_edited_alone_is_a_mass_fault_named_with_its_values(tmp_path):
     assert "1726.9 kg against the reference's 1.7269 kg" in fault.note
 
 
+@pytest.mark.slow
 def test_a_disabled_joint_beside_a_kinematic_body_is_a_fault_of_its_own(tmp_path, monkeypatch):
     broken = edited(tmp_path / "input", [(LINK4, "physics:kinematicEnabled", True), (JOINT4, "physics:jointEnabled", False)])
     faults = detect(XARM, broken).faults

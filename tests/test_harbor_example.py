@@ -76,6 +76,7 @@ def test_shipped_test_sh_has_fixed_paths_and_honours_no_override():
         assert f"\n{fixed}\n" in shipped, fixed
 
 
+@pytest.mark.slow
 def test_reference_in_app_scores_one(tmp_path):
     out = tmp_path / "logs"
     r = run_script(local_test_sh(tmp_path, CASE / "reference", out))
@@ -183,7 +184,6 @@ def test_usdgrade_task_refuses_a_folder_that_is_not_a_task_and_a_tampered_case(t
 
 @pytest.mark.slow
 def test_usdgrade_task_check_says_a_generated_task_is_sound():
-    from usd_repair_verifier.commands.cli import main
 
     r = subprocess.run([os.sys.executable, "-m", "usd_repair_verifier.commands.cli", "task", "--check", str(TASK)],
                        capture_output=True, text=True, timeout=300, cwd=ROOT)

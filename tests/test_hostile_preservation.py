@@ -339,6 +339,7 @@ def test_one_visible_part_added_to_a_targeted_body_is_still_an_addition(tmp_path
     assert_fails(d, "retained_visible_components", "added visible part", "Clutter_0")
 
 
+@pytest.mark.slow
 def test_a_moved_targeted_part_left_broken_is_not_an_addition(tmp_path):
     """The input of a case whose fault moves a part: the moved part matches nothing, and that is
     its fault's (graded by its checks), so the honest unrepaired input still grades."""

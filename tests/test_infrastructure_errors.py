@@ -202,6 +202,7 @@ def test_crashed_xdist_worker_is_an_infrastructure_error(crashed_worker_run):
     assert "all_joints" in cause
 
 
+@pytest.mark.slow
 def test_crashed_xdist_worker_cause_names_the_crash(crashed_worker_run):
     r, out = crashed_worker_run
     cause = r.grade["infrastructure_error"]
@@ -209,6 +210,7 @@ def test_crashed_xdist_worker_cause_names_the_crash(crashed_worker_run):
     assert "linux -- python" not in cause.lower(), cause
 
 
+@pytest.mark.slow
 def test_check_that_raises_instead_of_measuring(case, submission, tmp_path):
     args, env = plugin(tmp_path, "usdgrade_raise_check", RAISE_PLUGIN)
     out = tmp_path / "out"
@@ -280,6 +282,7 @@ def test_stale_outputs_are_removed_when_the_run_writes_no_reward(case, tmp_path)
     assert_only_outputs(out, "grade.json")
 
 
+@pytest.mark.slow
 def test_full_run_leaves_only_its_two_outputs(case, tmp_path):
     out = tmp_path / "deep" / "out"   # created on demand
     r = grade(case, case / "reference", out, env={"USDGRADE_TEST_MARKER": "1"})

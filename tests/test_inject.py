@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from usd_repair_verifier.authoring import inject as inject_package
-from usd_repair_verifier.authoring.inject import INJECTORS, inject, root_layer_of
+from usd_repair_verifier.authoring.inject import INJECTORS
 from usd_repair_verifier.profiles.vocabulary import FAULT_KINDS
 
 ROOT = Path(__file__).resolve().parent.parent

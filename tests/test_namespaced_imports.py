@@ -97,6 +97,7 @@ def _edits_sys_path(source: str) -> bool:
     return False
 
 
+@pytest.mark.slow
 def test_no_script_edits_sys_path_but_the_sealed_bootstrap():
     tracked = subprocess.run(["git", "ls-files", "*.py"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     editing = [path for path in tracked.split()

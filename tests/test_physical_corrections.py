@@ -41,6 +41,7 @@ def test_unbalanced_inertia_is_raised_to_the_least_moments_mujoco_accepts():
     assert moments[0] + moments[1] >= moments[2]                # what the engine holds
 
 
+@pytest.mark.slow
 def test_a_massless_link_between_two_hinges_gets_the_stand_in():
     loaded = _load(ROBOTS / "massless_link_arm" / "robot.usda")
     [correction] = loaded.corrections

@@ -3,7 +3,6 @@ whose start fails is started once more; a second failure stops the cluster with 
 from __future__ import annotations
 
 import stat
-import sys
 from pathlib import Path
 
 import pytest

@@ -196,6 +196,7 @@ def test_pytest_checks_without_a_case_fails_clearly(args):
     assert "skipped" not in r.stdout
 
 
+@pytest.mark.slow
 def test_the_verifiers_own_tests_do_not_need_a_case():
     r = pytest_run("tests/test_readable_grade.py", "-q", "-k", "cap_says_capped")
     assert r.returncode == 0, r.stdout[-1000:]

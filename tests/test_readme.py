@@ -161,6 +161,7 @@ def test_every_extra_has_its_install_size_in_the_readme():
     assert set(re.search(r"for extra in ([\w ]+); do", script).group(1).split()) == {"none", "core", *extras}
 
 
+@pytest.mark.slow
 def test_the_second_command_collects_every_test_module_with_the_pytest_script(tmp_path):
     """`pytest tests`, the console script (not `python -m pytest`, which puts the current folder on
     sys.path), imports the modules that use `tests.*`, `bench.*` and `fixtures.*` helpers."""

@@ -412,6 +412,7 @@ def test_usdgrade_records_commands(tmp_path, capsys):
     assert main(["records", "report", "--db", str(tmp_path / "bad.sqlite"), "--out", str(tmp_path / "x")]) == 2
 
 
+@pytest.mark.slow
 def test_hostile_values_are_refused_or_nulled_on_both_databases(store, tmp_path):
     job = tmp_path / "job"
     shutil.copytree(JOB, job)
@@ -468,6 +469,7 @@ def test_a_kept_submission_is_located_for_regrading(store, tmp_path):
     assert paths[names[1]] is None and paths[names[2]] is None
 
 
+@pytest.mark.slow
 def test_an_empty_store_is_refused_and_nothing_is_written(tmp_path):
     from usd_repair_verifier.records.report import NothingToReport
 

@@ -73,6 +73,7 @@ def test_an_accepted_change_still_grades_a_closed_book_trial_closed_book(tmp_pat
     assert (clean["status"], clean["authored_usd"], clean["closed_book"]["status"]) == ("graded", 1.0, "clean")
 
 
+@pytest.mark.slow
 def test_a_closed_book_trial_whose_trajectory_is_gone_is_unverified(tmp_path):
     job = job_of(tmp_path, CLEAN_TRIAL)
     (job / CLEAN_TRIAL / "agent" / "trajectory.json").unlink()

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from usd_repair_verifier.scoring.sealed import GRADE_INI, command, pytest_argv, scrubbed_environment
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,6 +30,7 @@ def test_the_session_reads_only_the_verifiers_own_settings():
     assert scrubbed_environment({"PYTEST_ADDOPTS": "x", "PYTHONPATH": "y", "pythonhome": "z", "HOME": "h"}) == {"HOME": "h"}
 
 
+@pytest.mark.slow
 def test_planted_conftest_ini_and_environment_do_not_enter_usdgrade_grade(tmp_path):
     marks = tmp_path / "marks"
     marks.mkdir()

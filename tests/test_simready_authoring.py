@@ -156,6 +156,7 @@ def test_inject_with_the_flag_breaks_the_selected_payload_only(tmp_path):
     assert r.returncode == 0 and "  /Gripper/Joints/Wrist" in r.stdout.splitlines()
 
 
+@pytest.mark.slow
 def test_doctor_shows_a_cases_selections_and_grades_its_reference():
     r = usdgrade("doctor", "--case", str(CASE))
     assert r.returncode == 0, r.stdout + r.stderr

@@ -228,6 +228,7 @@ def test_any_value_on_any_read_attribute_never_raises_and_is_graded(reference, s
 @settings(max_examples=40, deadline=None, derandomize=True)
 @given(scale=st.tuples(*[st.sampled_from([0.0, 1e-30, -1.0, 1.0, math.inf, math.nan, 1e30])] * 3),
        where=st.sampled_from([BODY, BOX, MESH]))
+@pytest.mark.slow
 def test_degenerate_scales_never_raise(reference, scale, where):
     """Zero, tiny, mirrored, huge and non-finite scales on a body, its collider or its mesh."""
     layer = healthy_layer()

@@ -558,6 +558,7 @@ def test_usd_crash_names_the_layer_being_read(tmp_path, monkeypatch) -> None:
     assert "SIGSEGV" in reason and "robot.usda" in reason, reason
 
 
+@pytest.mark.slow
 def test_usd_hang_is_killed_and_reported(tmp_path, monkeypatch) -> None:
     pkg = make_clean(tmp_path / "pkg")
     _use_faulty_worker(monkeypatch, "hang")

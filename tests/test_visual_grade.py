@@ -196,6 +196,7 @@ def test_fake_judge_grade_and_record(graded, tmp_path):
     assert _read(out)["score"] == record["score"]
 
 
+@pytest.mark.slow
 def test_cli_parser_and_exit_codes(graded, input_grade, tmp_path, monkeypatch):
     monkeypatch.delenv(AUTHORIZE_ENV, raising=False)
     parser = argparse.ArgumentParser()
@@ -309,6 +310,7 @@ def test_majority_of_three(graded, tmp_path):
     assert record["status"] == "graded" and record["score"] == 1.0
 
 
+@pytest.mark.slow
 def test_an_error_vote_makes_every_criterion_error_without_skipping_the_others(graded, tmp_path):
     """Mixed votes with an error: the other votes still run, each criterion is error, the grade's
     status is error with its raw rubric score (0: criteria in error earn nothing), nothing cached."""
@@ -408,6 +410,7 @@ def test_a_bad_mapping_file_is_an_error_record(graded, tmp_path):
     assert code == 3 and "fake judge" in _read(tmp_path / "out")["reason"]
 
 
+@pytest.mark.slow
 def test_bytes_changed_while_rendering_are_an_error(graded, tmp_path, monkeypatch):
     from usd_repair_verifier.visual import render
 

@@ -82,6 +82,7 @@ def make_judge(server: Server, max_retries: int = 2, answer_retries: int = 2) ->
     return judges.AnthropicJudge(MODEL_ASKED, client=client, answer_retries=answer_retries, sleep=lambda s: None)
 
 
+@pytest.mark.slow
 def test_success_sends_images_schema_and_records_ids():
     server = Server(message(answer({"parts": "fail"})))
     vote = make_judge(server).vote(RUBRIC, judged_images())

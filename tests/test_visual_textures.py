@@ -1,7 +1,6 @@
 """Renders sample textures: a UsdUVTexture's pattern shows, per pixel, where the st primvar puts it."""
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
