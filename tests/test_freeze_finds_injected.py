@@ -17,11 +17,12 @@ from pathlib import Path
 import pytest
 
 from tests.grade_in_process import grade, grade_warm
-from usd_repair_verifier.authoring.detect import detect
+from usd_repair_verifier.authoring.detect import Detector, detect
 from usd_repair_verifier.authoring.freeze import freeze
 from usd_repair_verifier.authoring.inject import InjectionError, inject, root_layer_of
 from usd_repair_verifier.authoring.inject_targets import candidates
 from usd_repair_verifier.authoring.usd_messages import muted
+from usd_repair_verifier.gates.differences import every_difference
 from usd_repair_verifier.profiles.families import measure_entry
 from usd_repair_verifier.profiles.schema import Fault
 from usd_repair_verifier.profiles.vocabulary import DEFAULT_SAMPLING, FAULT_KINDS
@@ -181,6 +182,16 @@ def generated_pairs() -> list[tuple[str, str]]:
     return [(first, second) for first in on("body") for second in (*on("joint"), *on("component"))]
 
 
+def measured(reference: Path, package: Path) -> set[tuple[str, str, str]]:
+    """(family, measure, target) of every failing measure of the package against the reference:
+    freeze's differences before it names any fault (no injector is tried)."""
+    detector = Detector(reference, package)
+    try:
+        return {(f.family, f.measure, f.target) for f in every_difference(detector.input)}
+    finally:
+        detector.close()
+
+
 def checks_on(kind: str, target: str) -> set[tuple[str, str, str]]:
     return {(family, measure, target) for family, measure in FAULT_KINDS[kind].checks}
 
@@ -196,8 +207,7 @@ def test_every_pair_of_kinds_on_adjacent_targets_is_found_as_two_faults(first, s
             here = tmp_path / f"{reference.parent.name}-{reference.name}-{n}"
             if not injected_pair(reference, here, (first, body), (second, other)):
                 continue
-            made = {name: {(f.family, f.measure, f.target) for f in detect(reference, here / name).differences}
-                    for name in ("first", "second", "both")}
+            made = {name: measured(reference, here / name) for name in ("first", "second", "both")}
             if not (checks_on(first, body) <= made["first"] and checks_on(second, other) <= made["second"]) or \
                     made["first"] & checks_on(second, other) or made["second"] & checks_on(first, body) or \
                     not (checks_on(first, body) | checks_on(second, other)) <= made["both"]:
