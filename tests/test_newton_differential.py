@@ -29,7 +29,7 @@ from typing import Callable
 
 import numpy as np
 import pytest
-from pxr import Gf, Sdf, Tf, Usd, UsdPhysics
+from pxr import Gf, Sdf, Tf, Usd, UsdGeom, UsdPhysics
 
 from tests import variants
 from tests.grade_in_process import grade
@@ -89,11 +89,14 @@ def newton_model(root_layer: Path) -> dict | str:
         facts[f"body {label}: inertia tensor"] = np.asarray(inertia[i], float).round(12)
         facts[f"body {label}: centre of mass"] = np.asarray(com[i], float)
     flags, group, shape_body = model.shape_flags.numpy(), model.shape_collision_group.numpy(), model.shape_body.numpy()
+    placed = model.shape_transform.numpy()
     collide = int(newton.ShapeFlags.COLLIDE_SHAPES)
     for i, label in enumerate(shapes):
         facts[f"shape {label}: collides"] = bool(flags[i] & collide)
         facts[f"shape {label}: collision group"] = int(group[i])
         facts[f"shape {label}: body"] = bodies[shape_body[i]] if shape_body[i] >= 0 else "world"
+        if shape_body[i] < 0:   # a static shape (a floor) is placed in the world by its transform
+            facts[f"shape {label}: world transform"] = _canonical_transform(placed[i]).round(6)
     # Only pairs that could touch otherwise: two colliding shapes on different bodies (shapes of one
     # body, or of the static world, never collide whatever the filters say).
     facts["filtered shape pairs"] = tuple(sorted(
@@ -549,6 +552,30 @@ def test_what_newton_sees_the_grade_sees(name, tmp_path, reports):
                           f"    Newton saw: {'; '.join(changed[:4])}")
     assert done >= min(ROWS_PER_FIXTURE, 6), f"only {done} rows could be mutated on {name}: {skipped[:10]}"
     assert not misses, f"{len(misses)} of {done} mutations Newton sees and the grade does not:\n" + "\n".join(misses)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("move", ["raised", "tilted"])
+def test_a_floor_placed_elsewhere_changes_newtons_model_and_the_grade(move, tmp_path):
+    """A ground plane has no centre: raised or tilted, Newton places it elsewhere, and the grade's
+    static scenery names the collider (not only the visible part on the same prim)."""
+    case_dir = FIXTURES["ant"]
+    reference = case_dir / "reference"
+    pkg = variants.copy_package(reference, tmp_path / move)
+    stage = Usd.Stage.Open(str(variants.root_layer_of(pkg)))
+    stage.SetEditTarget(stage.GetRootLayer())
+    floor = UsdGeom.Xformable(stage.GetPrimAtPath("/ant/Geometry/floor"))
+    if move == "raised":
+        floor.AddTranslateOp(UsdGeom.XformOp.PrecisionDouble, "moved").Set(Gf.Vec3d(0, 0, 0.5))
+    else:
+        floor.AddRotateXOp(UsdGeom.XformOp.PrecisionDouble, "moved").Set(3.0)
+    stage.GetRootLayer().Save()
+    changed = model_differences(newton_model(variants.root_layer_of(reference)), newton_model(variants.root_layer_of(pkg)))
+    assert [c.split(":")[0] for c in changed] == ["shape /ant/Geometry/floor"], changed
+    decision = grade(load_case(case_dir), pkg)
+    assert decision.authored_usd == 0.0, decision.reasons
+    assert any(r.startswith("static_scenery") and "static collider /ant/Geometry/floor: plane" in r
+               for r in decision.reasons), decision.reasons
 
 
 # --- the harness itself (fast) ----------------------------------------------------------------
