@@ -164,7 +164,7 @@ class Detector:
         self.reference, self.tolerances = Path(reference), {**DEFAULT_TOLERANCES, **(tolerances or {})}
         self.case_selections = dict(variant_selections or {})   # as the profile will record them
         # The case's selections (and the named prims' other sets held): every stage here is read with them.
-        self.selections = applied_selections(root_layer_of(self.reference), dict(variant_selections or {}))
+        self.selections = applied_selections(root_layer_of(self.reference), self.case_selections)
         self.snapshot = read_snapshot(root_layer_of(self.reference), DEFAULT_SAMPLING,
                                       variant_selections=self.selections)
         self.input_path = Path(input_)
@@ -190,10 +190,10 @@ class Detector:
         checks = [(family, measure, target) for family, measure in kind.checks]
         reach = [(family, measure, target) for family, measure in sorted(self.reach(kind, target))]
         best = (0, 0.0)
+        form = _failing_components(self.input, reach)
         for made in self.made(kind, target):
             if reproduces([self.input.check(*key) for key in checks], [made.check(*key) for key in checks]):
                 return (2, 0.0)
-            form = _failing_components(self.input, reach)
             if form == _failing_components(made, reach):
                 distance = _distance(self.input, made, reach) / max(len(form), 1)
                 if distance <= NEAR:
@@ -349,10 +349,12 @@ def detect(reference: Path, input_: Path, tolerances: dict | None = None,
     detector = Detector(reference, input_, tolerances, variant_selections)
     try:
         measured, unnamed = every_difference(detector.input), []
-        found = measured + gate_differences(detector.input, [], detector.case_selections)
+        sentences = gate_differences(detector.input, [], detector.case_selections)
         faults = _faults(detector, measured, unnamed)
-        # What the gates still fail with the found faults declared is no fault's, nor any one's knock-on.
-        unnamed += gate_differences(detector.input, faults, detector.case_selections)
+        # What the gates still fail with the found faults declared is no fault's, nor any one's
+        # knock-on (with none found, what they failed with none declared).
+        unnamed += gate_differences(detector.input, faults, detector.case_selections) if faults else sentences
+        found = measured + sentences
         return Detection(faults, found, compared_text(detector.snapshot), unnamed)
     finally:
         detector.close()
